@@ -1,0 +1,1 @@
+"""Benchmarks of requeststate against its primitives and peers: ``python -m benchmarks``."""

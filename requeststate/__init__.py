@@ -1,0 +1,31 @@
+"""Integrity-protected, optionally encrypted MCP ``requestState`` tokens.
+
+Mint with ``encode`` when a handler answers input-required; read the echo
+with ``decode`` (``None`` on any refusal) or ``verify`` (raises
+``InvalidToken`` with a log-only reason)::
+
+    keys = KeyRing(secret)
+    token = encode(state, keys, mode="encrypted", subject=user, tool="book")
+    state = decode(token, keys, mode="encrypted", subject=user, tool="book")
+"""
+
+from __future__ import annotations
+
+from ._adapter import decode
+from ._codec import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, Mode, encode, verify
+from ._errors import InvalidToken, Reason
+from ._keys import KeyRing
+
+__all__ = [
+    "DEFAULT_MAX_TOKEN_BYTES",
+    "DEFAULT_TTL",
+    "InvalidToken",
+    "KeyRing",
+    "Mode",
+    "Reason",
+    "decode",
+    "encode",
+    "verify",
+]
+
+__version__ = "0.1.0"

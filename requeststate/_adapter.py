@@ -1,0 +1,76 @@
+"""The thin adapter: ``decode`` is ``verify`` with every refusal turned into ``None``."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar, overload
+
+from ._codec import DEFAULT_MAX_TOKEN_BYTES, Keys, Modes, verify
+from ._errors import InvalidToken
+
+__all__ = ["decode"]
+
+T = TypeVar("T")
+
+
+@overload
+def decode(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: None = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+) -> str | None: ...
+@overload
+def decode(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: type[T],
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+) -> T | None: ...
+def decode(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: Any = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+) -> Any:
+    """Return the state a token carries, or ``None`` if it is refused for any reason.
+
+    Takes the same arguments as ``verify``. Whatever the client sent as the
+    token (any value of any type), this never raises for it; only a bad
+    configuration argument (keys, mode, leeway, type) raises. Use ``verify``
+    where the log should say why a token was refused.
+    """
+    try:
+        return verify(
+            token,
+            keys,
+            mode=mode,
+            subject=subject,
+            tool=tool,
+            leeway=leeway,
+            now=now,
+            type=type,
+            max_token_bytes=max_token_bytes,
+        )
+    except InvalidToken:
+        return None

@@ -1,0 +1,268 @@
+"""The strict core: ``encode`` mints a token, ``verify`` checks one or says why not."""
+
+from __future__ import annotations
+
+import enum
+import os
+import time
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any, Final, Protocol, TypeAlias, TypeVar, overload
+
+import msgspec
+
+from ._encrypted import ENCRYPTED
+from ._envelope import INT64_MAX, INT64_MIN, build_payload, check_claims, parse_payload
+from ._errors import InvalidToken, Reason
+from ._keys import KeyRing, SubKeys
+from ._signed import SIGNED
+
+__all__ = ["DEFAULT_MAX_TOKEN_BYTES", "DEFAULT_TTL", "Mode", "ModeSpec", "Modes", "encode", "verify"]
+
+T = TypeVar("T")
+
+DEFAULT_TTL: Final = 300
+DEFAULT_MAX_TOKEN_BYTES: Final = 64 * 1024
+
+
+class Mode(enum.StrEnum):
+    """A wire format. Chosen by the server on both sides, never by the token."""
+
+    SIGNED = "signed"
+    """``v1.``: HMAC-SHA256. The client can read the state but not change it."""
+    ENCRYPTED = "encrypted"
+    """``v1e.``: AES-256-GCM. The client can neither read nor change the state."""
+
+
+ModeSpec: TypeAlias = "Mode | str"
+Modes: TypeAlias = "Mode | str | tuple[Mode | str, ...]"
+Keys: TypeAlias = "KeyRing | bytes"
+
+
+class WireMode(Protocol):
+    """One wire format: how a payload is sealed into a token and opened again."""
+
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def nonce_bytes(self) -> int: ...
+    def seal(self, payload: bytes, key: SubKeys, bind_tag: str, nonce: bytes) -> str: ...
+    def open(
+        self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]
+    ) -> tuple[bytes, str]: ...
+
+
+_WIRE: Final[dict[str, WireMode]] = {Mode.SIGNED: SIGNED, Mode.ENCRYPTED: ENCRYPTED}
+# "v1.xxx" -> "v1", "v1e.xxx" -> "v1e": the text before the first dot names the format.
+_WIRE_BY_VERSION: Final[dict[str, WireMode]] = {wire.prefix[:-1]: wire for wire in _WIRE.values()}
+_VERSION_MAX_CHARS: Final = max(map(len, _WIRE_BY_VERSION)) + 1
+
+
+def _wire_mode(mode: ModeSpec) -> WireMode:
+    # Mode is a str enum, so "signed" and Mode.SIGNED find the same entry.
+    wire = _WIRE.get(mode) if isinstance(mode, str) else None
+    if wire is None:
+        choices = ", ".join(repr(m.value) for m in Mode)
+        raise ValueError(f"mode must be a Mode or one of {choices}, got {mode!r}")
+    return wire
+
+
+@lru_cache(maxsize=64)
+def _allowed_wire_modes(modes: Modes) -> frozenset[WireMode]:
+    if not isinstance(modes, tuple):
+        return frozenset((_wire_mode(modes),))
+    if not modes:
+        raise ValueError("mode must name at least one Mode")
+    return frozenset(map(_wire_mode, modes))
+
+
+@lru_cache(maxsize=16)
+def _ring_of_secret(secret: bytes) -> KeyRing:
+    return KeyRing(secret)
+
+
+def _key_ring(keys: Keys) -> KeyRing:
+    if isinstance(keys, KeyRing):
+        return keys
+    if isinstance(keys, bytes):
+        # Derive once per secret, not per call: HKDF costs more than a whole token.
+        return _ring_of_secret(keys)
+    raise TypeError(f"keys must be a KeyRing or bytes, not {type(keys).__name__}")
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not minimum <= value <= INT64_MAX:
+        raise ValueError(f"{name} must be an int from {minimum} to 2**63-1, got {value}")
+    return value
+
+
+def _now(now: int | None) -> int:
+    return int(time.time()) if now is None else _check_int("now", now, INT64_MIN)
+
+
+_encode_state: Final = msgspec.json.Encoder().encode
+
+
+@lru_cache(maxsize=64)
+def _state_decoder(state_type: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(state_type)
+
+
+def encode(
+    state: object,
+    keys: Keys,
+    /,
+    *,
+    mode: ModeSpec,
+    subject: str = "",
+    tool: str | None = None,
+    ttl: int = DEFAULT_TTL,
+    now: int | None = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+) -> str:
+    """Mint a token that carries ``state`` for ``ttl`` seconds, bound to an identity.
+
+    Args:
+        state: a ``str``, carried as is, or any value msgspec can encode, carried
+            as its JSON text (decode it with ``type=``).
+        keys: a ``KeyRing`` (its first key mints), or one raw secret of at least
+            32 bytes (its subkeys are derived once and cached).
+        mode: ``"signed"`` (readable, tamper-evident) or ``"encrypted"``
+            (confidential too), or a ``Mode``.
+        subject: the authenticated user, from the server's auth context; ``""``
+            for none.
+        tool: the tool (or resource, or prompt) the state belongs to; ``None``
+            binds the subject alone.
+        ttl: lifetime in whole seconds, at least 1.
+        now: unix seconds to mint at; the system clock when ``None``.
+        max_token_bytes: refuse to mint a token longer than this.
+
+    Raises:
+        TypeError, ValueError: a bad argument (short key, ``ttl`` not a positive
+            int, a subject or tool containing U+0000 or a lone surrogate, a state
+            msgspec cannot encode, a token over ``max_token_bytes``).
+    """
+    return _encode(state, keys, mode, subject, tool, ttl, now, max_token_bytes, os.urandom)
+
+
+def _encode(
+    state: object,
+    keys: Keys,
+    mode: ModeSpec,
+    subject: str,
+    tool: str | None,
+    ttl: int,
+    now: int | None,
+    max_token_bytes: int,
+    urandom: Callable[[int], bytes],
+) -> str:
+    # The deterministic entry point behind ``encode``: tests pass a fixed ``urandom``.
+    ring = _key_ring(keys)
+    wire = _wire_mode(mode)
+    _check_int("ttl", ttl, 1)
+    _check_int("max_token_bytes", max_token_bytes, 1)
+    exp = _now(now) + ttl
+    if exp > INT64_MAX:
+        raise ValueError("now + ttl must fit in a signed 64-bit integer")
+    text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
+    bind_tag = ring.bind_tags(subject, tool)[0]
+    payload = build_payload(text, exp, bind_tag)
+    token = wire.seal(payload, ring.subkeys[0], bind_tag, urandom(wire.nonce_bytes))
+    if len(token) > max_token_bytes:
+        raise ValueError(f"the token would be {len(token)} bytes, over max_token_bytes={max_token_bytes}")
+    return token
+
+
+@overload
+def verify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: None = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+) -> str: ...
+@overload
+def verify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: type[T],
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+) -> T: ...
+def verify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: Any = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+) -> Any:
+    """Return the state a token carries, or raise ``InvalidToken`` saying why not.
+
+    The checks run in this order, and authentication comes before any claim is
+    read: type and size, prefix against the modes asked for, framing, MAC or
+    AEAD tag, payload, expiry, binding, then ``type``.
+
+    Args:
+        token: the echoed ``requestState``, as the client sent it (any type).
+        keys: the ``KeyRing`` (every key verifies), or one raw secret.
+        mode: the mode, or a tuple of modes while migrating, that this server
+            accepts. A token of any other mode is refused.
+        subject, tool: the identity the token must be bound to, as at ``encode``.
+        leeway: seconds of clock skew tolerated after ``exp``.
+        now: unix seconds to verify at; the system clock when ``None``.
+        type: decode the state's JSON text as this type (msgspec, strict).
+        max_token_bytes: refuse a longer token before decoding anything.
+
+    Raises:
+        InvalidToken: the token is refused; ``.reason`` is for logs only.
+        TypeError, ValueError: a bad argument other than the token and the
+            identity (an invalid subject or tool is a refusal, not an error).
+    """
+    ring = _key_ring(keys)
+    allowed = _allowed_wire_modes(mode)
+    _check_int("leeway", leeway, 0)
+    _check_int("max_token_bytes", max_token_bytes, 1)
+    moment = _now(now)
+    if not isinstance(token, str):
+        raise InvalidToken(Reason.MALFORMED)
+    if len(token) > max_token_bytes:
+        raise InvalidToken(Reason.TOO_LARGE)
+    dot = token.find(".", 0, _VERSION_MAX_CHARS)
+    wire = _WIRE_BY_VERSION.get(token[:dot]) if dot > 0 else None
+    if wire is None:
+        raise InvalidToken(Reason.MALFORMED)
+    if wire not in allowed:
+        raise InvalidToken(Reason.WRONG_MODE)
+    try:
+        bind_tags = ring.bind_tags(subject, tool)
+    except ValueError:
+        raise InvalidToken(Reason.WRONG_BINDING) from None
+    authenticated, bind_tag = wire.open(token, ring.subkeys, bind_tags)
+    payload = parse_payload(authenticated)
+    check_claims(payload, bind_tag, moment, leeway)
+    if type is None:
+        return payload.s
+    try:
+        return _state_decoder(type).decode(payload.s)
+    except (msgspec.DecodeError, RecursionError):
+        raise InvalidToken(Reason.WRONG_TYPE) from None

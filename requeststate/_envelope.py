@@ -1,0 +1,82 @@
+"""The payload every mode carries, ``{s, exp, b}``, and the claims checked on it."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Annotated, Final
+
+import msgspec
+
+from ._errors import InvalidToken, Reason
+
+__all__ = ["INT64_MAX", "INT64_MIN", "Payload", "build_payload", "check_claims", "parse_payload"]
+
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+
+
+class Payload(msgspec.Struct, frozen=True):
+    """The signed or sealed claims. Field order is the wire order: s, exp, b."""
+
+    s: str
+    exp: Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
+    b: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+
+
+_encode_payload: Final = msgspec.json.Encoder().encode
+_decode_payload: Final = msgspec.json.Decoder(Payload).decode
+
+
+def build_payload(state: str, exp: int, bind_tag: str) -> bytes:
+    """Compact UTF-8 JSON of the claims, as every writer emits them.
+
+    Raises ``ValueError`` for a state that is not valid Unicode (a lone surrogate).
+    """
+    try:
+        return _encode_payload(Payload(state, exp, bind_tag))
+    except UnicodeEncodeError:
+        raise ValueError("state must be valid Unicode (no lone surrogates)") from None
+
+
+def parse_payload(authenticated: bytes) -> Payload:
+    """Parse payload bytes whose MAC or AEAD tag has already verified.
+
+    Strict: a UTF-8 JSON object with ``s`` a string, ``exp`` a signed 64-bit
+    JSON integer, ``b`` 64 lowercase hex, and no member name twice; other
+    members are ignored.
+    """
+    try:
+        payload = _decode_payload(authenticated)
+    # ValueError: bytes that are not UTF-8; RecursionError: nesting deeper than msgspec follows.
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        raise InvalidToken(Reason.MALFORMED) from None
+    # msgspec keeps the last of two equal member names. Bytes that re-encode
+    # exactly (every token we mint) cannot hold a duplicate; anything else is
+    # scanned in full.
+    if _encode_payload(payload) != authenticated and _has_duplicate_member(authenticated):
+        raise InvalidToken(Reason.MALFORMED)
+    return payload
+
+
+def _has_duplicate_member(document: bytes) -> bool:
+    found = False
+
+    def pairs_hook(pairs: list[tuple[str, object]]) -> None:
+        nonlocal found
+        if len({name for name, _ in pairs}) != len(pairs):
+            found = True
+
+    try:
+        json.loads(document, object_pairs_hook=pairs_hook)
+    except (ValueError, RecursionError):  # fail closed where the two parsers disagree
+        return True
+    return found
+
+
+def check_claims(payload: Payload, bind_tag: str, now: int, leeway: int) -> None:
+    """Refuse an expired payload, then one bound to another identity."""
+    if now > payload.exp + leeway:
+        raise InvalidToken(Reason.EXPIRED)
+    if not hmac.compare_digest(payload.b, bind_tag):
+        raise InvalidToken(Reason.WRONG_BINDING)

@@ -1,0 +1,44 @@
+"""The one error a bad token raises, and the closed set of reasons it carries."""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["InvalidToken", "Reason"]
+
+
+class Reason(enum.StrEnum):
+    """Why a token was refused: for the server's log only, never for the wire."""
+
+    MALFORMED = "malformed"
+    """Not a well-formed token: not a ``str``, bad prefix, base64, framing or payload."""
+    TOO_LARGE = "too_large"
+    """Longer than ``max_token_bytes``; refused before any decoding."""
+    WRONG_MODE = "wrong_mode"
+    """A well-known prefix, but of a mode the caller did not ask for."""
+    BAD_SIGNATURE = "bad_signature"
+    """The MAC or AEAD tag does not verify under any key in the ring.
+
+    In the encrypted modes the bind tag is the AEAD's associated data, so a token
+    presented for another identity also lands here.
+    """
+    EXPIRED = "expired"
+    """Authentic, but ``now > exp + leeway``."""
+    WRONG_BINDING = "wrong_binding"
+    """Authentic, but bound to another subject or tool (or the identity is invalid)."""
+    WRONG_TYPE = "wrong_type"
+    """Authentic, but the state does not decode as the requested ``type``."""
+
+
+class InvalidToken(Exception):
+    """A token failed verification.
+
+    ``reason`` says why, for logs. The message is the reason code and nothing
+    else: never token bytes, state, or key material.
+    """
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(reason.value)
+        self.reason = reason

@@ -1,0 +1,177 @@
+"""Operator secrets, their HKDF subkeys, bind tags, and the rotation ring."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Final, NoReturn, final
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+__all__ = ["MAX_KEYS", "MIN_SECRET_BYTES", "KeyRing", "SubKeys", "bind_input", "derive_subkey"]
+
+MIN_SECRET_BYTES: Final = 32
+MAX_KEYS: Final = 8
+BIND_TAG_CACHE_SIZE: Final = 4096
+
+# SPEC "Keys": HKDF-SHA256, 32 zero bytes of salt, one info label per subkey.
+_HKDF_SALT: Final = bytes(32)
+_ENC_INFO: Final = b"mcp.requestState aes-256-gcm key"
+_MAC_INFO: Final = b"mcp.requestState bind-hmac key"
+_FINGERPRINT_LABEL: Final = b"requeststate fingerprint"
+
+
+def derive_subkey(secret: bytes, info: bytes) -> bytes:
+    """One 32-byte HKDF-SHA256 subkey of ``secret`` for the label ``info``."""
+    return HKDF(algorithm=SHA256(), length=32, salt=_HKDF_SALT, info=info).derive(secret)
+
+
+def bind_input(subject: str, tool: str | None) -> bytes:
+    """The bytes a bind tag covers (SPEC "Bind tag").
+
+    Raises ``TypeError`` for a non-``str`` subject or tool, and ``ValueError``
+    for one containing U+0000 (the separator) or a lone surrogate.
+    """
+    if not isinstance(subject, str) or not (tool is None or isinstance(tool, str)):
+        raise TypeError("subject must be a str and tool a str or None")
+    if "\0" in subject or (tool is not None and "\0" in tool):
+        raise ValueError("subject and tool must not contain U+0000")
+    text = subject if tool is None else f"{subject}\0{tool}"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("subject and tool must be valid Unicode (no lone surrogates)") from None
+
+
+@final
+class SubKeys:
+    """The subkeys derived from one operator secret. Internal: never printed."""
+
+    __slots__ = ("aesgcm", "fingerprint", "mac_key")
+
+    def __init__(self, secret: bytes) -> None:
+        self.mac_key: Final = derive_subkey(secret, _MAC_INFO)
+        self.aesgcm: Final = AESGCM(derive_subkey(secret, _ENC_INFO))
+        # A one-way, labelled digest of a subkey: it names the key in a repr or a
+        # log without revealing anything that verifies or mints a token.
+        self.fingerprint: Final = hashlib.sha256(_FINGERPRINT_LABEL + self.mac_key).hexdigest()[:8]
+
+    def bind_tag(self, data: bytes) -> str:
+        """``lowercase_hex(HMAC-SHA256(mac_key, data))``: 64 characters."""
+        return hmac.digest(self.mac_key, data, "sha256").hex()
+
+    def __repr__(self) -> str:
+        return f"SubKeys(fingerprint={self.fingerprint!r})"
+
+
+def _bind_tags_cache(keys: tuple[SubKeys, ...]) -> Callable[[str, str | None], tuple[str, ...]]:
+    # A closure over the keys, not a method, so the cache holds no reference
+    # back to the ring. lru_cache is bounded and thread-safe; errors are not cached.
+    @lru_cache(maxsize=BIND_TAG_CACHE_SIZE)
+    def bind_tags(subject: str, tool: str | None) -> tuple[str, ...]:
+        data = bind_input(subject, tool)
+        return tuple(key.bind_tag(data) for key in keys)
+
+    return bind_tags
+
+
+@final
+class KeyRing:
+    """An ordered, immutable set of operator secrets: the first mints, all verify.
+
+    ``KeyRing(secret)`` for one key; ``KeyRing(new, old)`` while rotating, then
+    ``KeyRing(new)`` once every token minted under ``old`` has expired (one TTL).
+    Each secret is at least 32 bytes of secret randomness; subkeys are derived
+    once, here. A ring is immutable and safe to share between threads. Its
+    ``repr`` shows the number of keys and the minting key's fingerprint, never
+    key bytes.
+    """
+
+    __slots__ = ("_bind_tags", "_ephemeral", "_keys")
+
+    _keys: tuple[SubKeys, ...]
+    _ephemeral: bool
+    _bind_tags: Callable[[str, str | None], tuple[str, ...]]
+
+    def __init__(self, *secrets: bytes | bytearray) -> None:
+        if not secrets:
+            raise ValueError("KeyRing needs at least one secret")
+        if len(secrets) > MAX_KEYS:
+            raise ValueError(f"KeyRing holds at most {MAX_KEYS} secrets, got {len(secrets)}")
+        for index, secret in enumerate(secrets):
+            if isinstance(secret, str):
+                raise TypeError(
+                    f"secret {index} is a str; KeyRing takes bytes "
+                    "(decode a base64 secret first, or use KeyRing.from_env)"
+                )
+            if not isinstance(secret, bytes | bytearray):
+                raise TypeError(f"secret {index} must be bytes, not {type(secret).__name__}")
+            if len(secret) < MIN_SECRET_BYTES:
+                raise ValueError(
+                    f"secret {index} is {len(secret)} bytes; "
+                    f"each secret must be at least {MIN_SECRET_BYTES} bytes of secret randomness"
+                )
+        material = [bytes(secret) for secret in secrets]
+        for index, secret in enumerate(material):
+            if secret in material[:index]:
+                raise ValueError(f"secret {index} repeats an earlier secret")
+        keys = tuple(SubKeys(secret) for secret in material)
+        object.__setattr__(self, "_keys", keys)
+        object.__setattr__(self, "_ephemeral", False)
+        object.__setattr__(self, "_bind_tags", _bind_tags_cache(keys))
+
+    @classmethod
+    def ephemeral(cls) -> KeyRing:
+        """A ring of one fresh 32-byte secret from the OS CSPRNG.
+
+        Only this process can verify its tokens: a restart, or another worker
+        behind the same load balancer, rejects them. Share a secret instead
+        whenever more than one process serves the same clients.
+        """
+        ring = cls(os.urandom(MIN_SECRET_BYTES))
+        object.__setattr__(ring, "_ephemeral", True)
+        return ring
+
+    @property
+    def is_ephemeral(self) -> bool:
+        """True for a ring made by ``ephemeral()``: its tokens die with the process."""
+        return self._ephemeral
+
+    @property
+    def fingerprint(self) -> str:
+        """A short, one-way name for the minting key, safe to log."""
+        return self._keys[0].fingerprint
+
+    @property
+    def subkeys(self) -> tuple[SubKeys, ...]:
+        """The derived subkeys, minting key first. Internal to the codec."""
+        return self._keys
+
+    def bind_tags(self, subject: str, tool: str | None) -> tuple[str, ...]:
+        """The bind tag of ``(subject, tool)`` under each key, in ring order.
+
+        Cached per ring (bounded). Raises like ``bind_input``.
+        """
+        return self._bind_tags(subject, tool)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        kind = ", ephemeral" if self._ephemeral else ""
+        return f"KeyRing(keys={len(self._keys)}, minting={self.fingerprint!r}{kind})"
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError("KeyRing is immutable")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError("KeyRing is immutable")
+
+    def __reduce__(self) -> NoReturn:
+        # Pickling would write derived key material wherever the pickle goes.
+        raise TypeError("KeyRing cannot be pickled: share the secret through a secret store")

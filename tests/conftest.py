@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import pytest
+
+import requeststate as rs
+
+SECRET = bytes(range(32))
+OTHER_SECRET = bytes(range(32, 64))
+NOW = 2_000_000_000
+MODES = [rs.Mode.SIGNED, rs.Mode.ENCRYPTED]
+
+
+@pytest.fixture(scope="session")
+def ring() -> rs.KeyRing:
+    return rs.KeyRing(SECRET)
+
+
+@pytest.fixture(params=MODES, ids=str)
+def mode(request: pytest.FixtureRequest) -> rs.Mode:
+    mode: rs.Mode = request.param
+    return mode

@@ -1,0 +1,63 @@
+"""SPEC.md written again from scratch, for known-answer tests.
+
+Uses only the standard library and ``cryptography``, never the package, so a
+vector that both produce is evidence that the package follows the spec rather
+than itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+
+def hkdf(secret: bytes, info: bytes) -> bytes:
+    return HKDF(algorithm=SHA256(), length=32, salt=b"\0" * 32, info=info).derive(secret)
+
+
+def enc_key(secret: bytes) -> bytes:
+    return hkdf(secret, b"mcp.requestState aes-256-gcm key")
+
+
+def mac_key(secret: bytes) -> bytes:
+    return hkdf(secret, b"mcp.requestState bind-hmac key")
+
+
+def bind_tag(secret: bytes, subject: str, tool: str | None) -> str:
+    data = subject if tool is None else subject + "\0" + tool
+    return hmac.new(mac_key(secret), data.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def payload(state: str, exp: int, tag: str) -> bytes:
+    text = json.dumps({"s": state, "exp": exp, "b": tag}, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+def signed_token(secret: bytes, raw_payload: bytes) -> str:
+    mac = hmac.new(mac_key(secret), raw_payload, hashlib.sha256).digest()
+    return "v1." + b64(raw_payload) + "." + b64(mac)
+
+
+def encrypted_token(secret: bytes, raw_payload: bytes, tag: str, nonce: bytes) -> str:
+    sealed = AESGCM(enc_key(secret)).encrypt(nonce, raw_payload, tag.encode("ascii"))
+    return "v1e." + b64(nonce + sealed)
+
+
+def token(
+    mode: str, secret: bytes, state: str, exp: int, subject: str, tool: str | None, nonce: bytes
+) -> str:
+    tag = bind_tag(secret, subject, tool)
+    raw_payload = payload(state, exp, tag)
+    if mode == "signed":
+        return signed_token(secret, raw_payload)
+    return encrypted_token(secret, raw_payload, tag, nonce)

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import requeststate as rs
+from requeststate._envelope import (
+    INT64_MAX,
+    INT64_MIN,
+    Payload,
+    _has_duplicate_member,
+    build_payload,
+    check_claims,
+    parse_payload,
+)
+
+TAG = "0" * 63 + "1"
+
+
+def payload_bytes(**members: object) -> bytes:
+    return json.dumps(members, separators=(",", ":")).encode()
+
+
+def test_build_writes_compact_json_in_spec_order() -> None:
+    assert build_payload("x", 5, TAG) == b'{"s":"x","exp":5,"b":"' + TAG.encode() + b'"}'
+
+
+def test_build_writes_non_ascii_as_utf8() -> None:
+    assert "é".encode() in build_payload("é", 5, TAG)
+
+
+def test_build_refuses_a_lone_surrogate_in_the_state() -> None:
+    with pytest.raises(ValueError, match="surrogate"):
+        build_payload("\ud800", 5, TAG)
+
+
+def test_parse_reads_what_build_writes() -> None:
+    assert parse_payload(build_payload("state", 7, TAG)) == Payload("state", 7, TAG)
+
+
+def test_parse_accepts_members_in_any_order_and_extra_members() -> None:
+    raw = b'{"b":"' + TAG.encode() + b'","x":[1,{"y":null}],"exp":7, "s":"state"}'
+    assert parse_payload(raw) == Payload("state", 7, TAG)
+
+
+@pytest.mark.parametrize("exp", [INT64_MIN, INT64_MAX])
+def test_parse_accepts_the_int64_bounds(exp: int) -> None:
+    assert parse_payload(payload_bytes(s="", exp=exp, b=TAG)).exp == exp
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"s":"a","s":"b","exp":1,"b":"' + TAG.encode() + b'"}',
+        b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":{"y":1,"y":2}}',
+        b'{"s":"a","\\u0065xp":1,"exp":1,"b":"' + TAG.encode() + b'"}',
+    ],
+    ids=["top level", "nested in an extra member", "spelled with an escape"],
+)
+def test_parse_refuses_duplicate_member_names(raw: bytes) -> None:
+    with pytest.raises(rs.InvalidToken) as caught:
+        parse_payload(raw)
+    assert caught.value.reason is rs.Reason.MALFORMED
+
+
+def test_parse_refuses_nesting_too_deep_to_follow() -> None:
+    deep = b"[" * 5000 + b"]" * 5000
+    raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":' + deep + b"}"
+    with pytest.raises(rs.InvalidToken):
+        parse_payload(raw)
+
+
+@pytest.mark.parametrize("document", [b"[" * 5000 + b"]" * 5000, b"{", b"\xff"])
+def test_duplicate_scan_fails_closed_where_it_cannot_parse(document: bytes) -> None:
+    assert _has_duplicate_member(document)
+
+
+def test_duplicate_scan_passes_distinct_names() -> None:
+    assert not _has_duplicate_member(b'{"a":{"a":1},"b":[{"a":1},{"a":2}]}')
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"null",
+        b"[]",
+        b'{"s":"\xc3","exp":1,"b":"' + TAG.encode() + b'"}',
+        b'{"s":"\xed\xa0\x80","exp":1,"b":"' + TAG.encode() + b'"}',
+        b'\xef\xbb\xbf{"s":"x","exp":1,"b":"' + TAG.encode() + b'"}',
+        b'{"s":"x","exp":NaN,"b":"' + TAG.encode() + b'"}',
+        b'{"s":"x","exp":01,"b":"' + TAG.encode() + b'"}',
+    ],
+    ids=["empty", "null", "array", "truncated UTF-8", "encoded surrogate", "BOM", "NaN", "leading zero"],
+)
+def test_parse_refuses_what_is_not_a_strict_utf8_json_object(raw: bytes) -> None:
+    with pytest.raises(rs.InvalidToken) as caught:
+        parse_payload(raw)
+    assert caught.value.reason is rs.Reason.MALFORMED
+
+
+def test_claims_valid_through_the_second_of_exp() -> None:
+    check_claims(Payload("x", 100, TAG), TAG, now=100, leeway=0)
+
+
+def test_claims_expired_the_second_after_exp() -> None:
+    with pytest.raises(rs.InvalidToken) as caught:
+        check_claims(Payload("x", 100, TAG), TAG, now=101, leeway=0)
+    assert caught.value.reason is rs.Reason.EXPIRED
+
+
+def test_claims_leeway_extends_expiry() -> None:
+    check_claims(Payload("x", 100, TAG), TAG, now=105, leeway=5)
+    with pytest.raises(rs.InvalidToken):
+        check_claims(Payload("x", 100, TAG), TAG, now=106, leeway=5)
+
+
+def test_claims_refuse_another_bind_tag() -> None:
+    with pytest.raises(rs.InvalidToken) as caught:
+        check_claims(Payload("x", 100, TAG), "f" * 64, now=0, leeway=0)
+    assert caught.value.reason is rs.Reason.WRONG_BINDING
+
+
+def test_claims_check_expiry_before_binding() -> None:
+    with pytest.raises(rs.InvalidToken) as caught:
+        check_claims(Payload("x", 100, TAG), "f" * 64, now=101, leeway=0)
+    assert caught.value.reason is rs.Reason.EXPIRED

@@ -1,0 +1,107 @@
+"""Known answers: the spec's own vector, then vectors/valid.json and vectors/invalid.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import requeststate as rs
+from requeststate._codec import _encode
+from tests import reference as ref
+
+VECTORS = Path(__file__).parent / "vectors"
+VALID: list[dict[str, Any]] = json.loads((VECTORS / "valid.json").read_text(encoding="utf-8"))
+INVALID: list[dict[str, Any]] = json.loads((VECTORS / "invalid.json").read_text(encoding="utf-8"))
+
+SPEC_VECTOR = (
+    "v1.eyJzIjoie1wic3RlcFwiOjF9IiwiZXhwIjoyMDAwMDAwMDAwLCJiIjoiMDIxMDgzZTA4YzU0ZDlkYzQ1NWMxZTYzOTg3YTVhYjMw"
+    "OTBkMDQzYjRlMzg4MDQ0YzEzYTUyYmFkNDk2ZDc1YyJ9.RsV7ymUnPAhlHTSgL7WwT-JkFDls-50Uj7VMfwSzzQA"
+)
+
+
+def test_spec_vector_decodes() -> None:
+    keys = rs.KeyRing(bytes(range(32)))
+    state = rs.verify(SPEC_VECTOR, keys, mode="signed", subject="alice", tool="tool", now=2_000_000_000)
+    assert state == '{"step":1}'
+
+
+def test_spec_vector_is_what_encode_writes() -> None:
+    keys = rs.KeyRing(bytes(range(32)))
+    token = rs.encode(
+        '{"step":1}', keys, mode="signed", subject="alice", tool="tool", ttl=1, now=1_999_999_999
+    )
+    assert token == SPEC_VECTOR
+
+
+def test_reference_reproduces_the_spec_vector() -> None:
+    assert (
+        ref.token("signed", bytes(range(32)), '{"step":1}', 2_000_000_000, "alice", "tool", b"")
+        == SPEC_VECTOR
+    )
+
+
+@pytest.mark.parametrize("vector", VALID, ids=[v["name"] for v in VALID])
+def test_reference_still_writes_the_valid_vector(vector: dict[str, Any]) -> None:
+    token = ref.token(
+        vector["mode"],
+        bytes.fromhex(vector["secret"]),
+        vector["state"],
+        vector["exp"],
+        vector["subject"],
+        vector["tool"],
+        bytes.fromhex(vector["nonce"]),
+    )
+    assert token == vector["token"]
+
+
+@pytest.mark.parametrize("vector", VALID, ids=[v["name"] for v in VALID])
+def test_package_writes_the_valid_vector(vector: dict[str, Any]) -> None:
+    nonce = bytes.fromhex(vector["nonce"])
+    token = _encode(
+        vector["state"],
+        rs.KeyRing(bytes.fromhex(vector["secret"])),
+        vector["mode"],
+        vector["subject"],
+        vector["tool"],
+        1,
+        vector["exp"] - 1,
+        rs.DEFAULT_MAX_TOKEN_BYTES,
+        lambda size: nonce[:size],
+    )
+    assert token == vector["token"]
+
+
+@pytest.mark.parametrize("vector", VALID, ids=[v["name"] for v in VALID])
+def test_package_reads_the_valid_vector(vector: dict[str, Any]) -> None:
+    state = rs.verify(
+        vector["token"],
+        rs.KeyRing(bytes.fromhex(vector["secret"])),
+        mode=vector["mode"],
+        subject=vector["subject"],
+        tool=vector["tool"],
+        now=vector["exp"],
+    )
+    assert state == vector["state"]
+
+
+@pytest.mark.parametrize("vector", INVALID, ids=[v["name"] for v in INVALID])
+def test_invalid_vector_is_refused_for_its_reason(vector: dict[str, Any]) -> None:
+    with pytest.raises(rs.InvalidToken) as caught:
+        rs.verify(
+            vector["token"],
+            rs.KeyRing(bytes.fromhex(vector["secret"])),
+            mode=tuple(vector["mode"]),
+            subject=vector["subject"],
+            tool=vector["tool"],
+            now=vector["now"],
+        )
+    assert caught.value.reason.value == vector["reason"], vector["rule"]
+
+
+def test_every_invalid_vector_names_a_spec_rule() -> None:
+    spec_sections = {"Base64", "Signed mode", "Encrypted mode", "Failure", "Payload", "Bind tag", "Expiry"}
+    for vector in INVALID:
+        assert vector["rule"].split(":")[0] in spec_sections, vector["name"]

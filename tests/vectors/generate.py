@@ -1,0 +1,241 @@
+"""Write valid.json and invalid.json beside this file from tests/reference.py.
+
+Run from the repository root: ``python -m tests.vectors.generate``. The files
+are committed; tests/test_vectors.py checks that the reference still produces
+every valid token, so a change to either side shows up as a failing test.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from tests import reference as ref
+
+HERE = Path(__file__).parent
+SPEC_SECRET = bytes(range(32))
+LONG_SECRET = bytes(range(64, 128))
+OTHER_SECRET = bytes(range(32, 64))
+NONCE = bytes(range(0xA0, 0xAC))
+EXP = 2_000_000_000
+
+ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def valid_vectors() -> list[dict[str, Any]]:
+    shapes: list[tuple[str, str, str | None]] = [
+        ("no binding", "", None),
+        ("subject only", "alice", None),
+        ("subject and tool", "alice", "tool"),
+        ("tool only", "", "tool"),
+        ("unicode identity", "ålice@例え.jp", "réserver 🗓"),
+    ]
+    states = [
+        ("spec state", '{"step":1}'),
+        ("empty state", ""),
+        ("unicode state", 'é 日本 🎉 "quoted" back\\slash\nline\ttab \u2028 \x7f \x01'),
+    ]
+    vectors: list[dict[str, Any]] = []
+    for mode in ("signed", "encrypted"):
+        for secret_name, secret in (("spec key", SPEC_SECRET), ("64-byte key", LONG_SECRET)):
+            for shape_name, subject, tool in shapes:
+                for state_name, state in states:
+                    token = ref.token(mode, secret, state, EXP, subject, tool, NONCE)
+                    vectors.append(
+                        {
+                            "name": f"{mode}, {secret_name}, {shape_name}, {state_name}",
+                            "mode": mode,
+                            "secret": secret.hex(),
+                            "subject": subject,
+                            "tool": tool,
+                            "state": state,
+                            "exp": EXP,
+                            "nonce": NONCE.hex() if mode == "encrypted" else "",
+                            "token": token,
+                        }
+                    )
+    return vectors
+
+
+def _signed_over(raw_payload: bytes) -> str:
+    return ref.signed_token(SPEC_SECRET, raw_payload)
+
+
+def _encrypted_over(raw_payload: bytes, subject: str = "alice", tool: str | None = "tool") -> str:
+    tag = ref.bind_tag(SPEC_SECRET, subject, tool)
+    return ref.encrypted_token(SPEC_SECRET, raw_payload, tag, NONCE)
+
+
+def _set_last_char_low_bits(part: str) -> str:
+    value = ALPHABET.index(part[-1])
+    return part[:-1] + ALPHABET[(value & ~0x03) | 0x01]
+
+
+def invalid_vectors() -> list[dict[str, Any]]:
+    tag = ref.bind_tag(SPEC_SECRET, "alice", "tool")
+    good = ref.payload('{"step":1}', EXP, tag)
+    signed = _signed_over(good)
+    prefix, body, mac = signed.split(".")
+    encrypted = _encrypted_over(good)
+    cases: list[tuple[str, str, str, str]] = []  # (name, rule, token, reason)
+
+    def add(name: str, rule: str, token: str, reason: str) -> None:
+        cases.append((name, rule, token, reason))
+
+    base64_rule = "Base64: readers accept only the canonical form"
+    add("padded MAC", base64_rule, f"{signed}=", "malformed")
+    add("padded payload", base64_rule, f"{prefix}.{body}==.{mac}", "malformed")
+    add("plus in MAC", base64_rule, f"{prefix}.{body}.+{mac[1:]}", "malformed")
+    add("slash in payload", base64_rule, f"{prefix}./{body[1:]}.{mac}", "malformed")
+    add("trailing newline", base64_rule, f"{signed}\n", "malformed")
+    add("space inside", base64_rule, f"{prefix}.{body[:8]} {body[8:]}.{mac}", "malformed")
+    add(
+        "non-zero trailing bits in MAC",
+        base64_rule,
+        f"{prefix}.{body}.{_set_last_char_low_bits(mac)}",
+        "malformed",
+    )
+    add("length 1 mod 4", base64_rule, f"{prefix}.{body}.{mac}AA", "malformed")
+    add("encrypted blob padded", base64_rule, f"{encrypted}=", "malformed")
+    add("non-ASCII character", base64_rule, f"{prefix}.{body}.{mac[:-1]}é", "malformed")
+
+    signed_rule = "Signed mode: exactly three parts, MAC exactly 32 bytes"
+    add("two parts", signed_rule, f"{prefix}.{body}", "malformed")
+    add("four parts", signed_rule, f"{signed}.{mac}", "malformed")
+    add("empty MAC", signed_rule, f"{prefix}.{body}.", "malformed")
+    add("MAC of 31 bytes", signed_rule, f"{prefix}.{body}.{ref.b64(bytes(31))}", "malformed")
+    add("MAC of 33 bytes", signed_rule, f"{prefix}.{body}.{ref.b64(bytes(33))}", "malformed")
+
+    encrypted_rule = "Encrypted mode: decoded blob at least 12 + 16 bytes"
+    add("blob of 27 bytes", encrypted_rule, "v1e." + ref.b64(bytes(27)), "malformed")
+    add("empty blob", encrypted_rule, "v1e.", "malformed")
+    add("dot in blob", encrypted_rule, f"{encrypted[:20]}.{encrypted[20:]}", "malformed")
+
+    prefix_rule = "Failure: unknown prefix"
+    add("unknown version", prefix_rule, "v2." + signed[3:], "malformed")
+    add("upper-case prefix", prefix_rule, "V1." + signed[3:], "malformed")
+    add("no prefix", prefix_rule, signed[3:], "malformed")
+    add("empty token", prefix_rule, "", "malformed")
+    add("signed token with v1e. prefix", prefix_rule, "v1e." + signed[3:], "malformed")
+    add("encrypted token with v1. prefix", prefix_rule, "v1." + encrypted[4:], "malformed")
+
+    exp_text = str(EXP)
+    payload_rule = "Payload: readers reject"
+    bad_payloads = [
+        ("payload not JSON", b"not json"),
+        ("payload a JSON array", b'["{\\"step\\":1}",2000000000,"' + tag.encode() + b'"]'),
+        ("payload a JSON string", b'"x"'),
+        ("payload not UTF-8", b'{"s":"\xff","exp":' + exp_text.encode() + b',"b":"' + tag.encode() + b'"}'),
+        ("payload with trailing garbage", good + b"x"),
+        ("missing s", f'{{"exp":{exp_text},"b":"{tag}"}}'.encode()),
+        ("missing exp", f'{{"s":"x","b":"{tag}"}}'.encode()),
+        ("missing b", f'{{"s":"x","exp":{exp_text}}}'.encode()),
+        ("duplicate s", f'{{"s":"x","s":"y","exp":{exp_text},"b":"{tag}"}}'.encode()),
+        ("duplicate exp", f'{{"s":"x","exp":1,"exp":{exp_text},"b":"{tag}"}}'.encode()),
+        ("duplicate b", f'{{"s":"x","exp":{exp_text},"b":"{"0" * 64}","b":"{tag}"}}'.encode()),
+        (
+            "duplicate s spelled with an escape",
+            f'{{"s":"x","\\u0073":"y","exp":{exp_text},"b":"{tag}"}}'.encode(),
+        ),
+        ("duplicate extra member", f'{{"s":"x","exp":{exp_text},"b":"{tag}","z":1,"z":2}}'.encode()),
+        ("exp true", f'{{"s":"x","exp":true,"b":"{tag}"}}'.encode()),
+        ("exp float", f'{{"s":"x","exp":{exp_text}.0,"b":"{tag}"}}'.encode()),
+        ("exp exponent", f'{{"s":"x","exp":2e9,"b":"{tag}"}}'.encode()),
+        ("exp string", f'{{"s":"x","exp":"{exp_text}","b":"{tag}"}}'.encode()),
+        ("exp over int64", f'{{"s":"x","exp":9223372036854775808,"b":"{tag}"}}'.encode()),
+        ("exp under int64", f'{{"s":"x","exp":-9223372036854775809,"b":"{tag}"}}'.encode()),
+        ("s a number", f'{{"s":1,"exp":{exp_text},"b":"{tag}"}}'.encode()),
+        ("s null", f'{{"s":null,"exp":{exp_text},"b":"{tag}"}}'.encode()),
+        ("s an object", f'{{"s":{{"step":1}},"exp":{exp_text},"b":"{tag}"}}'.encode()),
+        ("b upper-case hex", f'{{"s":"x","exp":{exp_text},"b":"{tag.upper()}"}}'.encode()),
+        ("b 63 characters", f'{{"s":"x","exp":{exp_text},"b":"{tag[:63]}"}}'.encode()),
+        ("b not hex", f'{{"s":"x","exp":{exp_text},"b":"{"g" * 64}"}}'.encode()),
+        ("b a number", f'{{"s":"x","exp":{exp_text},"b":1}}'.encode()),
+        ("lone surrogate escape in s", f'{{"s":"\\ud800","exp":{exp_text},"b":"{tag}"}}'.encode()),
+    ]
+    for name, raw in bad_payloads:
+        add(f"signed, {name}", payload_rule, _signed_over(raw), "malformed")
+    also_encrypted = {"payload not JSON", "duplicate s", "exp float", "s null", "b upper-case hex"}
+    for name, raw in bad_payloads:
+        if name in also_encrypted:
+            add(f"encrypted, {name}", payload_rule, _encrypted_over(raw), "malformed")
+
+    key_rule = "Failure: bad MAC or GCM tag"
+    add("signed under a key not in the ring", key_rule, ref.signed_token(OTHER_SECRET, good), "bad_signature")
+    other_tag = ref.bind_tag(OTHER_SECRET, "alice", "tool")
+    add(
+        "encrypted under a key not in the ring",
+        key_rule,
+        ref.encrypted_token(OTHER_SECRET, ref.payload('{"step":1}', EXP, other_tag), other_tag, NONCE),
+        "bad_signature",
+    )
+    add(
+        "signed, MAC of another payload",
+        key_rule,
+        f"{prefix}.{body}.{_signed_over(b'{}').split('.')[2]}",
+        "bad_signature",
+    )
+    raw = base64.urlsafe_b64decode(encrypted[4:] + "==")
+    for name, index in (("nonce", 0), ("ciphertext", 20), ("GCM tag", len(raw) - 1)):
+        flipped = bytearray(raw)
+        flipped[index] ^= 0x01
+        add(
+            f"encrypted, one bit of the {name} flipped",
+            key_rule,
+            "v1e." + ref.b64(bytes(flipped)),
+            "bad_signature",
+        )
+    add("encrypted, GCM tag stripped", key_rule, "v1e." + ref.b64(bytes(raw[:-16])), "bad_signature")
+
+    binding_rule = "Bind tag: a token verifies only for the identity it was minted for"
+    bob_tag = ref.bind_tag(SPEC_SECRET, "bob", "tool")
+    add("signed, minted for bob", binding_rule, _signed_over(ref.payload("x", EXP, bob_tag)), "wrong_binding")
+    add(
+        "encrypted, minted for bob",
+        binding_rule,
+        _encrypted_over(ref.payload("x", EXP, bob_tag), "bob"),
+        "bad_signature",
+    )
+    add(
+        "encrypted, AAD of alice but b of bob",
+        binding_rule,
+        _encrypted_over(ref.payload("x", EXP, bob_tag)),
+        "wrong_binding",
+    )
+
+    expiry_rule = "Expiry: rejected when now > exp + leeway"
+    add("signed, expired a second ago", expiry_rule, _signed_over(ref.payload("x", EXP - 1, tag)), "expired")
+    add(
+        "encrypted, expired a second ago",
+        expiry_rule,
+        _encrypted_over(ref.payload("x", EXP - 1, tag)),
+        "expired",
+    )
+
+    return [
+        {
+            "name": name,
+            "rule": rule,
+            "token": token,
+            "mode": ["signed", "encrypted"],
+            "secret": SPEC_SECRET.hex(),
+            "subject": "alice",
+            "tool": "tool",
+            "now": EXP,
+            "reason": reason,
+        }
+        for name, rule, token, reason in cases
+    ]
+
+
+def main() -> None:
+    for name, vectors in (("valid.json", valid_vectors()), ("invalid.json", invalid_vectors())):
+        text = json.dumps(vectors, indent=1, ensure_ascii=False) + "\n"
+        (HERE / name).write_text(text, encoding="utf-8")
+        print(f"wrote {len(vectors)} vectors to {name}")
+
+
+if __name__ == "__main__":
+    main()
