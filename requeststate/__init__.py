@@ -7,22 +7,33 @@ with ``decode`` (``None`` on any refusal) or ``verify`` (raises
     keys = KeyRing(secret)
     token = encode(state, keys, mode="encrypted", subject=user, tool="book")
     state = decode(token, keys, mode="encrypted", subject=user, tool="book")
+
+Pass ``guard=MemoryGuard()`` (one process) or a ``RedisGuard`` (several) to
+``decode`` to make tokens single-use.
 """
 
 from __future__ import annotations
 
-from ._adapter import decode
-from ._codec import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, Mode, encode, verify
-from ._errors import InvalidToken, Reason
+from ._adapter import adecode, decode
+from ._codec import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, Mode, averify, encode, verify
+from ._errors import InvalidToken, KeyBudgetExhausted, Reason
+from ._guard import AsyncGuard, Guard, GuardUnavailable, MemoryGuard
 from ._keys import KeyRing
 
 __all__ = [
     "DEFAULT_MAX_TOKEN_BYTES",
     "DEFAULT_TTL",
+    "AsyncGuard",
+    "Guard",
+    "GuardUnavailable",
     "InvalidToken",
+    "KeyBudgetExhausted",
     "KeyRing",
+    "MemoryGuard",
     "Mode",
     "Reason",
+    "adecode",
+    "averify",
     "decode",
     "encode",
     "verify",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, overload
 
-from ._codec import DEFAULT_MAX_TOKEN_BYTES, Keys, Modes, verify
+from ._codec import DEFAULT_MAX_TOKEN_BYTES, Keys, Modes, averify, verify
 from ._errors import InvalidToken
+from ._guard import AsyncGuard, Guard
 
-__all__ = ["decode"]
+__all__ = ["adecode", "decode"]
 
 T = TypeVar("T")
 
@@ -25,6 +26,7 @@ def decode(
     now: int | None = None,
     type: None = None,
     max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: Guard | None = None,
 ) -> str | None: ...
 @overload
 def decode(
@@ -39,6 +41,7 @@ def decode(
     now: int | None = None,
     type: type[T],
     max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: Guard | None = None,
 ) -> T | None: ...
 def decode(
     token: object,
@@ -52,13 +55,14 @@ def decode(
     now: int | None = None,
     type: Any = None,
     max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: Guard | None = None,
 ) -> Any:
     """Return the state a token carries, or ``None`` if it is refused for any reason.
 
     Takes the same arguments as ``verify``. Whatever the client sent as the
     token (any value of any type), this never raises for it; only a bad
-    configuration argument (keys, mode, leeway, type) raises. Use ``verify``
-    where the log should say why a token was refused.
+    configuration argument (keys, mode, leeway, type, guard) raises. Use
+    ``verify`` where the log should say why a token was refused.
     """
     try:
         return verify(
@@ -71,6 +75,69 @@ def decode(
             now=now,
             type=type,
             max_token_bytes=max_token_bytes,
+            guard=guard,
+        )
+    except InvalidToken:
+        return None
+
+
+@overload
+async def adecode(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: None = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: AsyncGuard | Guard | None = None,
+) -> str | None: ...
+@overload
+async def adecode(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: type[T],
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: AsyncGuard | Guard | None = None,
+) -> T | None: ...
+async def adecode(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: Any = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: AsyncGuard | Guard | None = None,
+) -> Any:
+    """``decode`` for asyncio servers: awaits an async guard; ``None`` for every refusal."""
+    try:
+        return await averify(
+            token,
+            keys,
+            mode=mode,
+            subject=subject,
+            tool=tool,
+            leeway=leeway,
+            now=now,
+            type=type,
+            max_token_bytes=max_token_bytes,
+            guard=guard,
         )
     except InvalidToken:
         return None

@@ -1,17 +1,32 @@
-"""The ``requeststate`` command line."""
+"""The ``requeststate`` command line: keygen, inspect, bench, demo.
+
+Exit codes: 0 success (for ``inspect``, a token that verifies or was only
+read), 1 a token refused or unreadable, 2 a usage or configuration error.
+Results go to stdout, errors to stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import runpy
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from ._base64 import b64decode, b64encode
 from ._codec import Mode, encode, verify
 from ._errors import InvalidToken
-from ._keys import KeyRing
+from ._keys import MIN_SECRET_BYTES, KeyRing
 
 __all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+_MODE_BY_PREFIX = {"v1.": Mode.SIGNED, "v1e.": Mode.ENCRYPTED, "v1x.": Mode.XCHACHA}
 
 
 def _tamper(token: str) -> str:
@@ -45,11 +60,93 @@ def run_demo(out: TextIO) -> int:
         ]
         for label, candidate, subject, at in cases:
             print(f"  {label:28} -> {_outcome(candidate, keys, mode, subject, at)}", file=out)
-    return 0
+    return EXIT_OK
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    print(b64encode(os.urandom(args.bytes)))
+    return EXIT_OK
+
+
+def _read_unverified_payload(token: str) -> object:
+    """The payload of a ``v1.`` token, NOT verified: what the client can read too."""
+    parts = token.split(".")
+    raw = b64decode(parts[1]) if len(parts) == 3 else None
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    token: str = sys.stdin.read().strip() if args.token == "-" else args.token  # noqa: S105 (not a password)
+    mode = next((m for prefix, m in _MODE_BY_PREFIX.items() if token.startswith(prefix)), None)
+    if mode is None:
+        print("not a requeststate token: no v1., v1e. or v1x. prefix", file=sys.stderr)
+        return EXIT_REFUSED
+    print(f"mode:   {mode} ({token[: token.index('.') + 1]})")
+    print(f"length: {len(token)} characters")
+    if args.key_env is None:
+        if mode is not Mode.SIGNED:
+            print("state:  encrypted; pass --key-env to verify and read it")
+            return EXIT_OK
+        payload = _read_unverified_payload(token)
+        if payload is None:
+            print("payload is not readable base64url JSON", file=sys.stderr)
+            return EXIT_REFUSED
+        # ensure_ascii: the payload is the client's to write, so no raw control
+        # characters reach the terminal.
+        print("payload (UNVERIFIED: anyone can write this; pass --key-env to verify):")
+        print(json.dumps(payload, indent=2, ensure_ascii=True))
+        return EXIT_OK
+    try:
+        keys = KeyRing.from_env(args.key_env)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        state = verify(
+            token, keys, mode=mode, subject=args.subject, tool=args.tool, now=args.now, leeway=args.leeway
+        )
+    except InvalidToken as refused:
+        print(f"REFUSED: {refused.reason}")
+        return EXIT_REFUSED
+    print(f"VALID under {keys!r}")
+    print(f"state:  {json.dumps(state, ensure_ascii=True)}")
+    return EXIT_OK
+
+
+def _bench(args: argparse.Namespace) -> int:
+    argv = ["benchmarks", *(["--quick"] if args.quick else [])]
+    saved, sys.argv = sys.argv, argv
+    try:
+        runpy.run_module("benchmarks", run_name="__main__", alter_sys=True)
+    except ModuleNotFoundError:
+        print(
+            "the benchmark ships with the source tree: run this from a checkout (make bench)", file=sys.stderr
+        )
+        return EXIT_USAGE
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else EXIT_OK
+    finally:
+        sys.argv = saved
+    return EXIT_OK
+
+
+def _secret_bytes(text: str) -> int:
+    value = int(text)
+    if value < MIN_SECRET_BYTES:
+        raise argparse.ArgumentTypeError(f"a secret is at least {MIN_SECRET_BYTES} bytes")
+    return value
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": lambda args: run_demo(sys.stdout),
+    "keygen": _keygen,
+    "inspect": _inspect,
+    "bench": _bench,
 }
 
 
@@ -57,9 +154,35 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="requeststate",
         description="Integrity-protected, optionally encrypted MCP requestState tokens.",
+        epilog="exit codes: 0 success, 1 token refused or unreadable, 2 usage or configuration error",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="mint and verify tokens in each mode, and show refusals")
+    keygen = commands.add_parser(
+        "keygen",
+        help="print a new random secret (base64url), for REQUESTSTATE_KEYS",
+        description="Print a new secret from the OS CSPRNG as unpadded base64url. Put it first in "
+        "REQUESTSTATE_KEYS (comma-separated, newest first) on every server that shares the tokens.",
+    )
+    keygen.add_argument(
+        "--bytes", type=_secret_bytes, default=32, help="secret size (default 32, at least 32)"
+    )
+    inspect = commands.add_parser(
+        "inspect",
+        help="show a token's mode and size; verify it with a key",
+        description="Without a key: the mode, the size and, for v1. tokens, the payload marked "
+        "UNVERIFIED. With --key-env: verify the token and print its state, or the refusal reason.",
+    )
+    inspect.add_argument(
+        "token", help="the token, or - to read it from stdin (keeps it out of shell history)"
+    )
+    inspect.add_argument("--key-env", metavar="VAR", help="environment variable holding the secrets")
+    inspect.add_argument("--subject", default="", help="the subject the token must be bound to")
+    inspect.add_argument("--tool", default=None, help="the tool the token must be bound to")
+    inspect.add_argument("--now", type=int, default=None, help="unix seconds to verify at (default: now)")
+    inspect.add_argument("--leeway", type=int, default=0, help="seconds of clock skew tolerated")
+    bench = commands.add_parser("bench", help="run the benchmark (from a source checkout)")
+    bench.add_argument("--quick", action="store_true", help="a short run, under 30 seconds")
     return parser
 
 
@@ -67,3 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     args = _parser().parse_args(argv)
     return _COMMANDS[args.command](args)
+
+
+def console() -> None:
+    """The ``requeststate`` console script."""
+    sys.exit(main())

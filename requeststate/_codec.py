@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import inspect
 import os
 import time
 from collections.abc import Callable
@@ -11,18 +12,30 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar, overload
 
 import msgspec
 
-from ._encrypted import ENCRYPTED
-from ._envelope import INT64_MAX, INT64_MIN, build_payload, check_claims, parse_payload
+from ._base64 import b64encode
+from ._encrypted import ENCRYPTED, XCHACHA
+from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, check_claims, parse_payload
 from ._errors import InvalidToken, Reason
+from ._guard import AsyncGuard, Guard, GuardUnavailable
 from ._keys import KeyRing, SubKeys
 from ._signed import SIGNED
 
-__all__ = ["DEFAULT_MAX_TOKEN_BYTES", "DEFAULT_TTL", "Mode", "ModeSpec", "Modes", "encode", "verify"]
+__all__ = [
+    "DEFAULT_MAX_TOKEN_BYTES",
+    "DEFAULT_TTL",
+    "Mode",
+    "ModeSpec",
+    "Modes",
+    "averify",
+    "encode",
+    "verify",
+]
 
 T = TypeVar("T")
 
 DEFAULT_TTL: Final = 300
 DEFAULT_MAX_TOKEN_BYTES: Final = 64 * 1024
+TOKEN_ID_BYTES: Final = 16  # 128 random bits: unique across every token any server mints
 
 
 class Mode(enum.StrEnum):
@@ -32,6 +45,9 @@ class Mode(enum.StrEnum):
     """``v1.``: HMAC-SHA256. The client can read the state but not change it."""
     ENCRYPTED = "encrypted"
     """``v1e.``: AES-256-GCM. The client can neither read nor change the state."""
+    XCHACHA = "xchacha"
+    """``v1x.``: XChaCha20-Poly1305, as ``ENCRYPTED`` without the 2^32 tokens per key
+    limit of random 96-bit nonces. Our extension: mcp.d does not read it."""
 
 
 ModeSpec: TypeAlias = "Mode | str"
@@ -52,7 +68,7 @@ class WireMode(Protocol):
     ) -> tuple[bytes, str]: ...
 
 
-_WIRE: Final[dict[str, WireMode]] = {Mode.SIGNED: SIGNED, Mode.ENCRYPTED: ENCRYPTED}
+_WIRE: Final[dict[str, WireMode]] = {Mode.SIGNED: SIGNED, Mode.ENCRYPTED: ENCRYPTED, Mode.XCHACHA: XCHACHA}
 # "v1.xxx" -> "v1", "v1e.xxx" -> "v1e": the text before the first dot names the format.
 _WIRE_BY_VERSION: Final[dict[str, WireMode]] = {wire.prefix[:-1]: wire for wire in _WIRE.values()}
 _VERSION_MAX_CHARS: Final = max(map(len, _WIRE_BY_VERSION)) + 1
@@ -129,8 +145,9 @@ def encode(
             as its JSON text (decode it with ``type=``).
         keys: a ``KeyRing`` (its first key mints), or one raw secret of at least
             32 bytes (its subkeys are derived once and cached).
-        mode: ``"signed"`` (readable, tamper-evident) or ``"encrypted"``
-            (confidential too), or a ``Mode``.
+        mode: ``"signed"`` (readable, tamper-evident), ``"encrypted"``
+            (confidential too) or ``"xchacha"`` (encrypted, no per-key budget),
+            or a ``Mode``.
         subject: the authenticated user, from the server's auth context; ``""``
             for none.
         tool: the tool (or resource, or prompt) the state belongs to; ``None``
@@ -139,10 +156,15 @@ def encode(
         now: unix seconds to mint at; the system clock when ``None``.
         max_token_bytes: refuse to mint a token longer than this.
 
+    Every token carries a random 128-bit id, so a replay guard at ``decode``
+    can make it single-use.
+
     Raises:
         TypeError, ValueError: a bad argument (short key, ``ttl`` not a positive
             int, a subject or tool containing U+0000 or a lone surrogate, a state
             msgspec cannot encode, a token over ``max_token_bytes``).
+        KeyBudgetExhausted: the minting key has sealed 2^32 ``"encrypted"``
+            tokens in this process (or the ring's lower ``aesgcm_limit``).
     """
     return _encode(state, keys, mode, subject, tool, ttl, now, max_token_bytes, os.urandom)
 
@@ -168,76 +190,28 @@ def _encode(
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
     text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
     bind_tag = ring.bind_tags(subject, tool)[0]
-    payload = build_payload(text, exp, bind_tag)
-    token = wire.seal(payload, ring.subkeys[0], bind_tag, urandom(wire.nonce_bytes))
+    # One read of the CSPRNG per token: the nonce (if any), then the token id.
+    random = urandom(wire.nonce_bytes + TOKEN_ID_BYTES)
+    nonce, token_id = random[: wire.nonce_bytes], b64encode(random[wire.nonce_bytes :])
+    payload = build_payload(text, exp, bind_tag, token_id)
+    token = wire.seal(payload, ring.subkeys[0], bind_tag, nonce)
     if len(token) > max_token_bytes:
         raise ValueError(f"the token would be {len(token)} bytes, over max_token_bytes={max_token_bytes}")
     return token
 
 
-@overload
-def verify(
+def _verified(
     token: object,
     keys: Keys,
-    /,
-    *,
     mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: None = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-) -> str: ...
-@overload
-def verify(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: type[T],
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-) -> T: ...
-def verify(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: Any = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-) -> Any:
-    """Return the state a token carries, or raise ``InvalidToken`` saying why not.
-
-    The checks run in this order, and authentication comes before any claim is
-    read: type and size, prefix against the modes asked for, framing, MAC or
-    AEAD tag, payload, expiry, binding, then ``type``.
-
-    Args:
-        token: the echoed ``requestState``, as the client sent it (any type).
-        keys: the ``KeyRing`` (every key verifies), or one raw secret.
-        mode: the mode, or a tuple of modes while migrating, that this server
-            accepts. A token of any other mode is refused.
-        subject, tool: the identity the token must be bound to, as at ``encode``.
-        leeway: seconds of clock skew tolerated after ``exp``.
-        now: unix seconds to verify at; the system clock when ``None``.
-        type: decode the state's JSON text as this type (msgspec, strict).
-        max_token_bytes: refuse a longer token before decoding anything.
-
-    Raises:
-        InvalidToken: the token is refused; ``.reason`` is for logs only.
-        TypeError, ValueError: a bad argument other than the token and the
-            identity (an invalid subject or tool is a refusal, not an error).
-    """
+    subject: str,
+    tool: str | None,
+    leeway: int,
+    now: int | None,
+    state_type: Any,
+    max_token_bytes: int,
+) -> tuple[Any, Payload, int]:
+    """Every check but the replay guard: the state, its payload, and the time checked at."""
     ring = _key_ring(keys)
     allowed = _allowed_wire_modes(mode)
     _check_int("leeway", leeway, 0)
@@ -260,9 +234,166 @@ def verify(
     authenticated, bind_tag = wire.open(token, ring.subkeys, bind_tags)
     payload = parse_payload(authenticated)
     check_claims(payload, bind_tag, moment, leeway)
-    if type is None:
-        return payload.s
+    if state_type is None:
+        return payload.s, payload, moment
     try:
-        return _state_decoder(type).decode(payload.s)
+        return _state_decoder(state_type).decode(payload.s), payload, moment
     except (msgspec.DecodeError, RecursionError):
         raise InvalidToken(Reason.WRONG_TYPE) from None
+
+
+def _claim_args(payload: Payload, leeway: int, moment: int) -> tuple[str, int, int]:
+    if payload.id is None:
+        # Tokens from other writers (mcp.d) carry no id: they cannot be made single-use.
+        raise InvalidToken(Reason.MALFORMED)
+    return payload.id, payload.exp + leeway, moment
+
+
+def _settle_claim(claimed: object) -> None:
+    if claimed is True:
+        return
+    if claimed is False:
+        raise InvalidToken(Reason.REPLAYED)
+    if inspect.iscoroutine(claimed):
+        claimed.close()
+        raise TypeError("an async guard needs averify() or adecode()")
+    raise TypeError(f"Guard.claim must return a bool, not {claimed.__class__.__name__}")
+
+
+@overload
+def verify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: None = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: Guard | None = None,
+) -> str: ...
+@overload
+def verify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: type[T],
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: Guard | None = None,
+) -> T: ...
+def verify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: Any = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: Guard | None = None,
+) -> Any:
+    """Return the state a token carries, or raise ``InvalidToken`` saying why not.
+
+    The checks run in this order, and authentication comes before any claim is
+    read: type and size, prefix against the modes asked for, framing, MAC or
+    AEAD tag, payload, expiry, binding, ``type``, and last the replay guard.
+
+    Args:
+        token: the echoed ``requestState``, as the client sent it (any type).
+        keys: the ``KeyRing`` (every key verifies), or one raw secret.
+        mode: the mode, or a tuple of modes while migrating, that this server
+            accepts. A token of any other mode is refused.
+        subject, tool: the identity the token must be bound to, as at ``encode``.
+        leeway: seconds of clock skew tolerated after ``exp``.
+        now: unix seconds to verify at; the system clock when ``None``.
+        type: decode the state's JSON text as this type (msgspec, strict).
+        max_token_bytes: refuse a longer token before decoding anything.
+        guard: make the token single-use: its id is claimed in ``guard`` once
+            every other check has passed, until ``exp + leeway``. A second
+            redemption is refused as ``replayed``; a guard that cannot answer
+            refuses as ``guard_unavailable``.
+
+    Raises:
+        InvalidToken: the token is refused; ``.reason`` is for logs only.
+        TypeError, ValueError: a bad argument other than the token and the
+            identity (an invalid subject or tool is a refusal, not an error).
+    """
+    value, payload, moment = _verified(token, keys, mode, subject, tool, leeway, now, type, max_token_bytes)
+    if guard is not None:
+        try:
+            _settle_claim(guard.claim(*_claim_args(payload, leeway, moment)))
+        except GuardUnavailable:
+            raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
+    return value
+
+
+@overload
+async def averify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: None = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: AsyncGuard | Guard | None = None,
+) -> str: ...
+@overload
+async def averify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: type[T],
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: AsyncGuard | Guard | None = None,
+) -> T: ...
+async def averify(
+    token: object,
+    keys: Keys,
+    /,
+    *,
+    mode: Modes,
+    subject: str = "",
+    tool: str | None = None,
+    leeway: int = 0,
+    now: int | None = None,
+    type: Any = None,
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    guard: AsyncGuard | Guard | None = None,
+) -> Any:
+    """``verify`` for asyncio servers: the same checks, then awaits an async guard.
+
+    The cryptography runs inline (it takes microseconds); only the guard's
+    claim, a network round trip for ``AsyncRedisGuard``, is awaited. A sync
+    ``Guard`` works here too.
+    """
+    value, payload, moment = _verified(token, keys, mode, subject, tool, leeway, now, type, max_token_bytes)
+    if guard is not None:
+        try:
+            claimed = guard.claim(*_claim_args(payload, leeway, moment))
+            _settle_claim(await claimed if inspect.isawaitable(claimed) else claimed)
+        except GuardUnavailable:
+            raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
+    return value

@@ -16,25 +16,30 @@ INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 
 
-class Payload(msgspec.Struct, frozen=True):
-    """The signed or sealed claims. Field order is the wire order: s, exp, b."""
+class Payload(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The signed or sealed claims. Field order is the wire order: s, exp, b, id.
+
+    ``id`` is our extension (mcp.d ignores it): a unique token id that a replay
+    guard claims. Tokens from other writers may lack it.
+    """
 
     s: str
     exp: Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
     b: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+    id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
 
 
 _encode_payload: Final = msgspec.json.Encoder().encode
 _decode_payload: Final = msgspec.json.Decoder(Payload).decode
 
 
-def build_payload(state: str, exp: int, bind_tag: str) -> bytes:
+def build_payload(state: str, exp: int, bind_tag: str, token_id: str | None = None) -> bytes:
     """Compact UTF-8 JSON of the claims, as every writer emits them.
 
     Raises ``ValueError`` for a state that is not valid Unicode (a lone surrogate).
     """
     try:
-        return _encode_payload(Payload(state, exp, bind_tag))
+        return _encode_payload(Payload(state, exp, bind_tag, token_id))
     except UnicodeEncodeError:
         raise ValueError("state must be valid Unicode (no lone surrogates)") from None
 
@@ -43,8 +48,8 @@ def parse_payload(authenticated: bytes) -> Payload:
     """Parse payload bytes whose MAC or AEAD tag has already verified.
 
     Strict: a UTF-8 JSON object with ``s`` a string, ``exp`` a signed 64-bit
-    JSON integer, ``b`` 64 lowercase hex, and no member name twice; other
-    members are ignored.
+    JSON integer, ``b`` 64 lowercase hex, ``id`` (if present) a string of 1 to
+    64 characters, and no member name twice; other members are ignored.
     """
     try:
         payload = _decode_payload(authenticated)

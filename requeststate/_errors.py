@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["InvalidToken", "Reason"]
+__all__ = ["InvalidToken", "KeyBudgetExhausted", "Reason"]
 
 
 class Reason(enum.StrEnum):
@@ -28,6 +28,10 @@ class Reason(enum.StrEnum):
     """Authentic, but bound to another subject or tool (or the identity is invalid)."""
     WRONG_TYPE = "wrong_type"
     """Authentic, but the state does not decode as the requested ``type``."""
+    REPLAYED = "replayed"
+    """Valid, but already redeemed: the replay guard holds its id."""
+    GUARD_UNAVAILABLE = "guard_unavailable"
+    """Valid, but the replay guard could not say whether it was redeemed (fail closed)."""
 
 
 class InvalidToken(Exception):
@@ -42,3 +46,10 @@ class InvalidToken(Exception):
     def __init__(self, reason: Reason) -> None:
         super().__init__(reason.value)
         self.reason = reason
+
+
+class KeyBudgetExhausted(RuntimeError):
+    """A key has sealed as many AES-GCM tokens as random 96-bit nonces safely allow.
+
+    Rotate to a new secret (``KeyRing(new, old)``) or mint with ``mode="xchacha"``.
+    """

@@ -3,26 +3,46 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
+import itertools
+import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Final, NoReturn, final
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.hmac import HMAC
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-__all__ = ["MAX_KEYS", "MIN_SECRET_BYTES", "KeyRing", "SubKeys", "bind_input", "derive_subkey"]
+from ._base64 import b64decode
+from ._errors import KeyBudgetExhausted
+
+__all__ = [
+    "AESGCM_NONCE_LIMIT",
+    "MAX_KEYS",
+    "MIN_SECRET_BYTES",
+    "KeyRing",
+    "SubKeys",
+    "bind_input",
+    "derive_subkey",
+]
 
 MIN_SECRET_BYTES: Final = 32
 MAX_KEYS: Final = 8
 BIND_TAG_CACHE_SIZE: Final = 4096
+# NIST SP 800-38D, 8.3: with random 96-bit nonces, at most 2^32 encryptions per key.
+AESGCM_NONCE_LIMIT: Final = 2**32
+DEFAULT_AESGCM_WARN_SHARE: Final = 0.5
+
+logger = logging.getLogger("requeststate")
 
 # SPEC "Keys": HKDF-SHA256, 32 zero bytes of salt, one info label per subkey.
 _HKDF_SALT: Final = bytes(32)
 _ENC_INFO: Final = b"mcp.requestState aes-256-gcm key"
 _MAC_INFO: Final = b"mcp.requestState bind-hmac key"
+# Our own label for the v1x. mode, which mcp.d does not read.
+_XCHACHA_INFO: Final = b"requeststate v1x xchacha20-poly1305 key"
 _FINGERPRINT_LABEL: Final = b"requeststate fingerprint"
 
 
@@ -50,20 +70,66 @@ def bind_input(subject: str, tool: str | None) -> bytes:
 
 @final
 class SubKeys:
-    """The subkeys derived from one operator secret. Internal: never printed."""
+    """The subkeys derived from one operator secret, and its AES-GCM budget.
 
-    __slots__ = ("aesgcm", "fingerprint", "mac_key")
+    Internal: never printed, pickled or compared.
+    """
 
-    def __init__(self, secret: bytes) -> None:
-        self.mac_key: Final = derive_subkey(secret, _MAC_INFO)
+    __slots__ = (
+        "_aesgcm_count",
+        "_aesgcm_limit",
+        "_aesgcm_warn_at",
+        "_mac",
+        "aesgcm",
+        "fingerprint",
+        "xchacha_key",
+    )
+
+    def __init__(self, secret: bytes, aesgcm_limit: int, aesgcm_warn_at: int) -> None:
+        mac_key = derive_subkey(secret, _MAC_INFO)
+        # Keyed once; every MAC copies this state instead of re-keying.
+        self._mac: Final = HMAC(mac_key, SHA256())
         self.aesgcm: Final = AESGCM(derive_subkey(secret, _ENC_INFO))
+        self.xchacha_key: Final = derive_subkey(secret, _XCHACHA_INFO)
         # A one-way, labelled digest of a subkey: it names the key in a repr or a
         # log without revealing anything that verifies or mints a token.
-        self.fingerprint: Final = hashlib.sha256(_FINGERPRINT_LABEL + self.mac_key).hexdigest()[:8]
+        self.fingerprint: Final = hashlib.sha256(_FINGERPRINT_LABEL + mac_key).hexdigest()[:8]
+        self._aesgcm_count: Final = itertools.count(1)  # next() is atomic: no lock needed
+        self._aesgcm_limit: Final = aesgcm_limit
+        self._aesgcm_warn_at: Final = aesgcm_warn_at
+
+    def mac(self, data: bytes) -> bytes:
+        """``HMAC-SHA256(mac_key, data)``."""
+        state = self._mac.copy()
+        state.update(data)
+        return state.finalize()
 
     def bind_tag(self, data: bytes) -> str:
         """``lowercase_hex(HMAC-SHA256(mac_key, data))``: 64 characters."""
-        return hmac.digest(self.mac_key, data, "sha256").hex()
+        return self.mac(data).hex()
+
+    def count_aesgcm_encryption(self) -> None:
+        """Spend one AES-GCM nonce of this key's budget, or refuse at the limit.
+
+        Raises ``KeyBudgetExhausted`` once the key has sealed its limit in this process.
+        """
+        count = next(self._aesgcm_count)
+        if count < self._aesgcm_warn_at:
+            return
+        if count == self._aesgcm_warn_at:
+            logger.warning(
+                "requestState key %s has sealed %d AES-GCM tokens in this process, of a limit of %d: "
+                "rotate to a new secret, or move to mode='xchacha'",
+                self.fingerprint,
+                count,
+                self._aesgcm_limit,
+            )
+        if count > self._aesgcm_limit:
+            raise KeyBudgetExhausted(
+                f"requestState key {self.fingerprint} has sealed its limit of {self._aesgcm_limit} "
+                "AES-GCM tokens in this process (random 96-bit nonces, NIST SP 800-38D); "
+                "rotate to a new secret with KeyRing(new, old), or use mode='xchacha'"
+            )
 
     def __repr__(self) -> str:
         return f"SubKeys(fingerprint={self.fingerprint!r})"
@@ -98,7 +164,16 @@ class KeyRing:
     _ephemeral: bool
     _bind_tags: Callable[[str, str | None], tuple[str, ...]]
 
-    def __init__(self, *secrets: bytes | bytearray) -> None:
+    def __init__(
+        self,
+        *secrets: bytes | bytearray,
+        aesgcm_limit: int = AESGCM_NONCE_LIMIT,
+        aesgcm_warn_share: float = DEFAULT_AESGCM_WARN_SHARE,
+    ) -> None:
+        if not isinstance(aesgcm_limit, int) or not 1 <= aesgcm_limit <= AESGCM_NONCE_LIMIT:
+            raise ValueError(f"aesgcm_limit must be an int from 1 to 2**32, got {aesgcm_limit!r}")
+        if not isinstance(aesgcm_warn_share, int | float) or not 0 < aesgcm_warn_share <= 1:
+            raise ValueError(f"aesgcm_warn_share must be a number in (0, 1], got {aesgcm_warn_share!r}")
         if not secrets:
             raise ValueError("KeyRing needs at least one secret")
         if len(secrets) > MAX_KEYS:
@@ -120,7 +195,8 @@ class KeyRing:
         for index, secret in enumerate(material):
             if secret in material[:index]:
                 raise ValueError(f"secret {index} repeats an earlier secret")
-        keys = tuple(SubKeys(secret) for secret in material)
+        warn_at = max(1, int(aesgcm_limit * aesgcm_warn_share))
+        keys = tuple(SubKeys(secret, aesgcm_limit, warn_at) for secret in material)
         object.__setattr__(self, "_keys", keys)
         object.__setattr__(self, "_ephemeral", False)
         object.__setattr__(self, "_bind_tags", _bind_tags_cache(keys))
@@ -136,6 +212,39 @@ class KeyRing:
         ring = cls(os.urandom(MIN_SECRET_BYTES))
         object.__setattr__(ring, "_ephemeral", True)
         return ring
+
+    @classmethod
+    def from_env(
+        cls,
+        name: str = "REQUESTSTATE_KEYS",
+        /,
+        *,
+        environ: Mapping[str, str] | None = None,
+        aesgcm_limit: int = AESGCM_NONCE_LIMIT,
+        aesgcm_warn_share: float = DEFAULT_AESGCM_WARN_SHARE,
+    ) -> KeyRing:
+        """A ring from an environment variable of base64url secrets, newest first.
+
+        ``REQUESTSTATE_KEYS="<new>,<old>"``: comma-separated, each the base64url
+        (padded or not) of at least 32 random bytes, as ``requeststate keygen``
+        prints. Errors name the variable and the position, never the value.
+        """
+        value = (os.environ if environ is None else environ).get(name, "")
+        if not value.strip():
+            raise ValueError(
+                f"{name} is not set: set it to base64url secrets separated by commas, newest first "
+                "(generate one with: requeststate keygen)"
+            )
+        secrets = []
+        for index, item in enumerate(value.split(",")):
+            secret = b64decode(item.strip().rstrip("="))
+            if secret is None:
+                raise ValueError(f"{name}: secret {index} is not base64url")
+            secrets.append(secret)
+        try:
+            return cls(*secrets, aesgcm_limit=aesgcm_limit, aesgcm_warn_share=aesgcm_warn_share)
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from None
 
     @property
     def is_ephemeral(self) -> bool:

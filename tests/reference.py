@@ -15,6 +15,7 @@ import json
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_encrypt
 
 
 def hkdf(secret: bytes, info: bytes) -> bytes:
@@ -29,6 +30,11 @@ def mac_key(secret: bytes) -> bytes:
     return hkdf(secret, b"mcp.requestState bind-hmac key")
 
 
+def xchacha_key(secret: bytes) -> bytes:
+    # Our v1x. extension's label (docs/wire-format.md), not in the shared spec.
+    return hkdf(secret, b"requeststate v1x xchacha20-poly1305 key")
+
+
 def bind_tag(secret: bytes, subject: str, tool: str | None) -> str:
     data = subject if tool is None else subject + "\0" + tool
     return hmac.new(mac_key(secret), data.encode("utf-8"), hashlib.sha256).hexdigest()
@@ -38,9 +44,11 @@ def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
 
 
-def payload(state: str, exp: int, tag: str) -> bytes:
-    text = json.dumps({"s": state, "exp": exp, "b": tag}, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8")
+def payload(state: str, exp: int, tag: str, token_id: str | None = None) -> bytes:
+    members: dict[str, object] = {"s": state, "exp": exp, "b": tag}
+    if token_id is not None:
+        members["id"] = token_id
+    return json.dumps(members, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def signed_token(secret: bytes, raw_payload: bytes) -> str:
@@ -53,11 +61,27 @@ def encrypted_token(secret: bytes, raw_payload: bytes, tag: str, nonce: bytes) -
     return "v1e." + b64(nonce + sealed)
 
 
+def xchacha_token(secret: bytes, raw_payload: bytes, tag: str, nonce: bytes) -> str:
+    sealed = crypto_aead_xchacha20poly1305_ietf_encrypt(
+        raw_payload, tag.encode("ascii"), nonce, xchacha_key(secret)
+    )
+    return "v1x." + b64(nonce + sealed)
+
+
 def token(
-    mode: str, secret: bytes, state: str, exp: int, subject: str, tool: str | None, nonce: bytes
+    mode: str,
+    secret: bytes,
+    state: str,
+    exp: int,
+    subject: str,
+    tool: str | None,
+    nonce: bytes,
+    token_id: str | None = None,
 ) -> str:
     tag = bind_tag(secret, subject, tool)
-    raw_payload = payload(state, exp, tag)
+    raw_payload = payload(state, exp, tag, token_id)
     if mode == "signed":
         return signed_token(secret, raw_payload)
+    if mode == "xchacha":
+        return xchacha_token(secret, raw_payload, tag, nonce)
     return encrypted_token(secret, raw_payload, tag, nonce)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import pytest
 
@@ -50,3 +52,27 @@ def test_configuration_errors_still_raise(ring: rs.KeyRing) -> None:
         rs.decode("v1.x.y", ring, mode="signed", leeway=-1)
     with pytest.raises(TypeError, match="keys"):
         rs.decode("v1.x.y", None, mode="signed")  # type: ignore[call-overload]
+
+
+def test_replayed_token_is_none(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = rs.MemoryGuard()
+    token = rs.encode("state", ring, mode=mode, now=NOW)
+    assert rs.decode(token, ring, mode=mode, now=NOW, guard=guard) == "state"
+    assert rs.decode(token, ring, mode=mode, now=NOW, guard=guard) is None
+
+
+def test_adecode_returns_the_state_then_none_on_replay(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = rs.MemoryGuard()
+    token = rs.encode("state", ring, mode=mode, now=NOW)
+
+    async def twice() -> list[str | None]:
+        return [await rs.adecode(token, ring, mode=mode, now=NOW, guard=guard) for _ in range(2)]
+
+    assert asyncio.run(twice()) == ["state", None]
+
+
+def test_adecode_of_any_input_type_is_none(ring: rs.KeyRing) -> None:
+    async def attempts() -> list[object]:
+        return [await rs.adecode(token, ring, mode="signed") for token in (None, b"x", 5, "v1.x.y")]
+
+    assert asyncio.run(attempts()) == [None] * 4

@@ -1,15 +1,18 @@
 from __future__ import annotations
 
+import asyncio
 import hmac
+import json
 import time
 
 import msgspec
 import pytest
 
 import requeststate as rs
+from requeststate._base64 import b64decode
 from requeststate._codec import _encode
 from tests import reference as ref
-from tests.conftest import NOW, OTHER_SECRET, SECRET
+from tests.conftest import ALL_MODES, NOW, OTHER_SECRET, SECRET
 
 
 class Booking(msgspec.Struct):
@@ -45,6 +48,7 @@ def test_mode_accepts_its_string_name(ring: rs.KeyRing) -> None:
 def test_mode_prefixes(ring: rs.KeyRing) -> None:
     assert mint(ring, rs.Mode.SIGNED).startswith("v1.")
     assert mint(ring, rs.Mode.ENCRYPTED).startswith("v1e.")
+    assert mint(ring, rs.Mode.XCHACHA).startswith("v1x.")
 
 
 def test_structured_state_is_carried_as_json_text(ring: rs.KeyRing, mode: rs.Mode) -> None:
@@ -97,21 +101,33 @@ def test_raw_secret_is_derived_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == 0
 
 
-def test_encrypted_tokens_differ_each_time(ring: rs.KeyRing) -> None:
-    assert mint(ring, rs.Mode.ENCRYPTED) != mint(ring, rs.Mode.ENCRYPTED)
+def test_tokens_differ_each_time_even_for_the_same_state(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    assert mint(ring, mode) != mint(ring, mode)
 
 
-def test_encrypted_token_hides_state(ring: rs.KeyRing) -> None:
-    token = mint(ring, rs.Mode.ENCRYPTED, "top-secret-plan")
-    from requeststate._base64 import b64decode
+def test_every_token_carries_a_fresh_128_bit_id(ring: rs.KeyRing) -> None:
+    ids = set()
+    for _ in range(3):
+        payload = json.loads(b64decode(mint(ring, rs.Mode.SIGNED).split(".")[1]) or b"")
+        ids.add(payload["id"])
+        assert len(b64decode(payload["id"]) or b"") == 16
+    assert len(ids) == 3
 
+
+@pytest.mark.parametrize("mode", [rs.Mode.ENCRYPTED, rs.Mode.XCHACHA], ids=str)
+def test_encrypted_token_hides_state(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = mint(ring, mode, "top-secret-plan")
     assert b"top-secret-plan" not in (b64decode(token[4:]) or b"")
 
 
-def test_deterministic_entry_point_matches_the_reference(ring: rs.KeyRing) -> None:
-    nonce = bytes(range(12))
-    token = _encode("s", ring, "encrypted", "alice", "book", 10, NOW, 1 << 16, lambda n: nonce[:n])
-    assert token == ref.token("encrypted", SECRET, "s", NOW + 10, "alice", "book", nonce)
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_deterministic_entry_point_matches_the_reference(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    random = bytes(range(100))
+    token = _encode("s", ring, mode, "alice", "book", 10, NOW, 1 << 16, lambda size: random[:size])
+    nonce_size = {rs.Mode.SIGNED: 0, rs.Mode.ENCRYPTED: 12, rs.Mode.XCHACHA: 24}[mode]
+    token_id = ref.b64(random[nonce_size : nonce_size + 16])
+    expected = ref.token(mode, SECRET, "s", NOW + 10, "alice", "book", random[:nonce_size], token_id)
+    assert token == expected
 
 
 def test_clock_defaults_to_now(ring: rs.KeyRing, mode: rs.Mode) -> None:
@@ -123,28 +139,39 @@ def test_clock_defaults_to_now(ring: rs.KeyRing, mode: rs.Mode) -> None:
 # --- the token never chooses the mode --------------------------------------------
 
 
-def test_token_of_a_mode_not_asked_for_is_wrong_mode(ring: rs.KeyRing) -> None:
-    assert reason(mint(ring, rs.Mode.ENCRYPTED), ring, rs.Mode.SIGNED) is rs.Reason.WRONG_MODE
-    assert reason(mint(ring, rs.Mode.SIGNED), ring, rs.Mode.ENCRYPTED) is rs.Reason.WRONG_MODE
+@pytest.mark.parametrize("minted", list(rs.Mode), ids=str)
+def test_token_of_a_mode_not_asked_for_is_wrong_mode(
+    ring: rs.KeyRing, mode: rs.Mode, minted: rs.Mode
+) -> None:
+    if minted is not mode:
+        assert reason(mint(ring, minted), ring, mode) is rs.Reason.WRONG_MODE
 
 
 def test_tuple_of_modes_accepts_each(ring: rs.KeyRing) -> None:
-    both = (rs.Mode.SIGNED, "encrypted")
+    every = (rs.Mode.SIGNED, "encrypted", "xchacha")
     for mode in rs.Mode:
         token = mint(ring, mode)
-        assert rs.verify(token, ring, mode=both, subject="alice", tool="book", now=NOW) == "state"
+        assert rs.verify(token, ring, mode=every, subject="alice", tool="book", now=NOW) == "state"
 
 
-@pytest.mark.parametrize(("swap_from", "swap_to"), [("v1.", "v1e."), ("v1e.", "v1.")])
-def test_swapped_prefix_is_refused(ring: rs.KeyRing, swap_from: str, swap_to: str) -> None:
-    mode = rs.Mode.SIGNED if swap_from == "v1." else rs.Mode.ENCRYPTED
-    token = swap_to + mint(ring, mode)[len(swap_from) :]
-    assert reason(token, ring, (rs.Mode.SIGNED, rs.Mode.ENCRYPTED)) is rs.Reason.MALFORMED  # type: ignore[arg-type]
+def test_tuple_of_modes_refuses_the_others(ring: rs.KeyRing) -> None:
+    token = mint(ring, rs.Mode.XCHACHA)
+    assert reason(token, ring, (rs.Mode.SIGNED, rs.Mode.ENCRYPTED)) is rs.Reason.WRONG_MODE  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("token", ["v1", "v1e", "v1ex", "v1x.abc", "v1e-", ".v1.", "v1.e."])
+PREFIXES = {rs.Mode.SIGNED: "v1.", rs.Mode.ENCRYPTED: "v1e.", rs.Mode.XCHACHA: "v1x."}
+
+
+@pytest.mark.parametrize("minted", list(rs.Mode), ids=str)
+def test_swapped_prefix_is_refused(ring: rs.KeyRing, mode: rs.Mode, minted: rs.Mode) -> None:
+    if minted is not mode:
+        token = PREFIXES[mode] + mint(ring, minted)[len(PREFIXES[minted]) :]
+        assert reason(token, ring, ALL_MODES) in {rs.Reason.MALFORMED, rs.Reason.BAD_SIGNATURE}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("token", ["v1", "v1e", "v1ex", "v1x", "v1e-", ".v1.", "v1.e.", "v2.abc", "v1xe.abc"])
 def test_near_prefixes_are_malformed(ring: rs.KeyRing, token: str) -> None:
-    assert reason(token, ring, (rs.Mode.SIGNED, rs.Mode.ENCRYPTED)) is rs.Reason.MALFORMED  # type: ignore[arg-type]
+    assert reason(token, ring, ALL_MODES) is rs.Reason.MALFORMED  # type: ignore[arg-type]
 
 
 # --- binding -----------------------------------------------------------------------
@@ -156,9 +183,12 @@ WRONG_IDENTITIES = [
     pytest.param({"subject": "", "tool": None}, id="checked with no binding"),
     pytest.param({"subject": "alice\0book", "tool": None}, id="separator smuggled into subject"),
 ]
+# In the encrypted modes the bind tag is the AEAD's associated data: a wrong
+# identity fails the tag check itself.
 EXPECTED_BINDING_REASON = {
     rs.Mode.SIGNED: rs.Reason.WRONG_BINDING,
     rs.Mode.ENCRYPTED: rs.Reason.BAD_SIGNATURE,
+    rs.Mode.XCHACHA: rs.Reason.BAD_SIGNATURE,
 }
 
 
@@ -386,3 +416,206 @@ def test_errors_never_contain_the_state(ring: rs.KeyRing, mode: rs.Mode) -> None
     with pytest.raises(ValueError, match="max_token_bytes") as caught:
         rs.encode(secret_state, ring, mode=mode)
     assert "hunter2" not in str(caught.value)
+
+
+# --- single use --------------------------------------------------------------------
+
+
+class RecordingGuard:
+    def __init__(self, answer: bool = True) -> None:
+        self.answer = answer
+        self.claims: list[tuple[str, int, int]] = []
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        self.claims.append((token_id, expires_at, now))
+        return self.answer
+
+
+class UnavailableGuard:
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        raise rs.GuardUnavailable("store down")
+
+
+def test_guard_claims_the_token_id_until_exp_plus_leeway(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = RecordingGuard()
+    token = mint(ring, mode, ttl=300)
+    rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW + 5, leeway=7, guard=guard)
+    [(token_id, expires_at, now)] = guard.claims
+    assert len(b64decode(token_id) or b"") == 16
+    assert (expires_at, now) == (NOW + 300 + 7, NOW + 5)
+
+
+def test_second_redemption_is_replayed(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = rs.MemoryGuard()
+    token = mint(ring, mode)
+    assert rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, guard=guard) == "state"
+    assert reason(token, ring, mode, guard=guard) is rs.Reason.REPLAYED
+
+
+def test_distinct_tokens_of_the_same_state_are_each_redeemable(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = rs.MemoryGuard()
+    for _ in range(3):
+        assert rs.verify(
+            mint(ring, mode), ring, mode=mode, subject="alice", tool="book", now=NOW, guard=guard
+        )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"subject": "mallory"}, {"now": NOW + 301}, {"type": Booking}, {"mode": "nope-not-used"}],
+    ids=["wrong subject", "expired", "wrong type", "tampered"],
+)
+def test_refused_token_never_consumes_its_id(ring: rs.KeyRing, options: dict[str, object]) -> None:
+    guard = RecordingGuard()
+    token = mint(ring, rs.Mode.SIGNED, "not json")
+    if options.pop("mode", None):
+        token = token[:-2] + ("AA" if token[-2:] != "AA" else "BA")
+    with pytest.raises(rs.InvalidToken):
+        rs.verify(
+            token,
+            ring,
+            mode="signed",
+            **{"subject": "alice", "tool": "book", "now": NOW, **options},
+            guard=guard,
+        )  # type: ignore[call-overload]
+    assert guard.claims == []
+
+
+def test_guard_that_cannot_answer_fails_closed(ring: rs.KeyRing) -> None:
+    assert reason(mint(ring, rs.Mode.SIGNED), ring, rs.Mode.SIGNED, guard=UnavailableGuard()) is (
+        rs.Reason.GUARD_UNAVAILABLE
+    )
+
+
+def test_token_without_an_id_cannot_be_guarded(ring: rs.KeyRing) -> None:
+    tag = ring.bind_tags("alice", "book")[0]
+    token = ref.signed_token(SECRET, ref.payload("state", NOW, tag))  # as mcp.d writes it
+    assert rs.verify(token, ring, mode="signed", subject="alice", tool="book", now=NOW) == "state"
+    assert reason(token, ring, rs.Mode.SIGNED, guard=RecordingGuard()) is rs.Reason.MALFORMED
+
+
+def test_async_guard_passed_to_verify_is_a_type_error(ring: rs.KeyRing) -> None:
+    class AsyncOnly:
+        async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+            return True
+
+    with pytest.raises(TypeError, match="averify"):
+        rs.verify(
+            mint(ring, rs.Mode.SIGNED),
+            ring,
+            mode="signed",
+            subject="alice",
+            tool="book",
+            now=NOW,
+            guard=AsyncOnly(),
+        )  # type: ignore[arg-type]
+
+
+def test_guard_answer_that_is_not_a_bool_is_a_type_error(ring: rs.KeyRing) -> None:
+    class Sloppy:
+        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+            return 1  # type: ignore[return-value]
+
+    with pytest.raises(TypeError, match="bool"):
+        rs.verify(
+            mint(ring, rs.Mode.SIGNED),
+            ring,
+            mode="signed",
+            subject="alice",
+            tool="book",
+            now=NOW,
+            guard=Sloppy(),
+        )
+
+
+class AsyncMemoryGuard:
+    def __init__(self) -> None:
+        self.inner = rs.MemoryGuard()
+
+    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        return self.inner.claim(token_id, expires_at, now)
+
+
+def test_averify_awaits_an_async_guard(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = AsyncMemoryGuard()
+    token = mint(ring, mode)
+
+    async def redeem() -> str:
+        return await rs.averify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, guard=guard)
+
+    assert asyncio.run(redeem()) == "state"
+    with pytest.raises(rs.InvalidToken) as caught:
+        asyncio.run(redeem())
+    assert caught.value.reason is rs.Reason.REPLAYED
+
+
+def test_averify_accepts_a_sync_guard(ring: rs.KeyRing) -> None:
+    guard = rs.MemoryGuard()
+    token = mint(ring, rs.Mode.SIGNED)
+    coroutine = rs.averify(token, ring, mode="signed", subject="alice", tool="book", now=NOW, guard=guard)
+    assert asyncio.run(coroutine) == "state"
+    assert len(guard) == 1
+
+
+def test_averify_maps_an_unavailable_guard_to_a_refusal(ring: rs.KeyRing) -> None:
+    class Down:
+        async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+            raise rs.GuardUnavailable("timeout")
+
+    coroutine = rs.averify(
+        mint(ring, rs.Mode.SIGNED), ring, mode="signed", subject="alice", tool="book", now=NOW, guard=Down()
+    )
+    with pytest.raises(rs.InvalidToken) as caught:
+        asyncio.run(coroutine)
+    assert caught.value.reason is rs.Reason.GUARD_UNAVAILABLE
+
+
+def test_averify_without_guard_is_verify(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = mint(ring, mode, Booking(1, "d"))
+    coroutine = rs.averify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, type=Booking)
+    assert asyncio.run(coroutine) == Booking(1, "d")
+
+
+# --- the AES-GCM budget --------------------------------------------------------------
+
+
+def test_aesgcm_budget_warns_once_past_its_share(caplog: pytest.LogCaptureFixture) -> None:
+    ring = rs.KeyRing(SECRET, aesgcm_limit=10, aesgcm_warn_share=0.5)
+    with caplog.at_level("WARNING", logger="requeststate"):
+        for _ in range(8):
+            mint(ring, rs.Mode.ENCRYPTED)
+    [record] = caplog.records
+    assert "xchacha" in record.getMessage()
+    assert ring.fingerprint in record.getMessage()
+
+
+def test_aesgcm_budget_refuses_past_the_limit_naming_the_way_out() -> None:
+    ring = rs.KeyRing(SECRET, aesgcm_limit=3)
+    for _ in range(3):
+        mint(ring, rs.Mode.ENCRYPTED)
+    with pytest.raises(rs.KeyBudgetExhausted, match=r"rotate.*xchacha"):
+        mint(ring, rs.Mode.ENCRYPTED)
+
+
+@pytest.mark.parametrize("mode", [rs.Mode.SIGNED, rs.Mode.XCHACHA], ids=str)
+def test_other_modes_spend_no_aesgcm_budget(mode: rs.Mode) -> None:
+    ring = rs.KeyRing(SECRET, aesgcm_limit=1)
+    for _ in range(3):
+        mint(ring, mode)
+    mint(ring, rs.Mode.ENCRYPTED)
+
+
+def test_exhausted_key_still_verifies(ring: rs.KeyRing) -> None:
+    exhausted = rs.KeyRing(SECRET, aesgcm_limit=1)
+    token = mint(exhausted, rs.Mode.ENCRYPTED)
+    with pytest.raises(rs.KeyBudgetExhausted):
+        mint(exhausted, rs.Mode.ENCRYPTED)
+    assert rs.verify(token, exhausted, mode="encrypted", subject="alice", tool="book", now=NOW) == "state"
+
+
+def test_budget_counts_only_the_minting_key() -> None:
+    ring = rs.KeyRing(SECRET, OTHER_SECRET, aesgcm_limit=2)
+    for _ in range(2):
+        mint(ring, rs.Mode.ENCRYPTED)
+    rotated = rs.KeyRing(OTHER_SECRET, SECRET, aesgcm_limit=2)
+    mint(rotated, rs.Mode.ENCRYPTED)

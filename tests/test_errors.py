@@ -27,4 +27,6 @@ def test_reasons_are_a_closed_set() -> None:
         "expired",
         "wrong_binding",
         "wrong_type",
+        "replayed",
+        "guard_unavailable",
     }

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import base64
 import copy
 import pickle
 import threading
@@ -124,7 +125,7 @@ def test_fingerprint_is_short_and_stable() -> None:
 
 def test_subkeys_repr_shows_no_key_bytes(ring: rs.KeyRing) -> None:
     key = ring.subkeys[0]
-    assert key.mac_key.hex() not in repr(key)
+    assert ref.mac_key(SECRET).hex() not in repr(key)
     assert repr(key) == f"SubKeys(fingerprint={ring.fingerprint!r})"
 
 
@@ -167,3 +168,67 @@ def test_bind_tags_are_the_same_from_many_threads(ring: rs.KeyRing) -> None:
     for thread in threads:
         thread.join()
     assert results.count(expected) == 8
+
+
+@pytest.mark.parametrize("limit", [0, 2**32 + 1, 1.5])
+def test_aesgcm_limit_out_of_range_is_refused(limit: object) -> None:
+    with pytest.raises(ValueError, match="aesgcm_limit"):
+        rs.KeyRing(SECRET, aesgcm_limit=limit)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("share", [0, -0.1, 1.01, "half"])
+def test_aesgcm_warn_share_out_of_range_is_refused(share: object) -> None:
+    with pytest.raises(ValueError, match="aesgcm_warn_share"):
+        rs.KeyRing(SECRET, aesgcm_warn_share=share)  # type: ignore[arg-type]
+
+
+def test_subkeys_follow_our_xchacha_label() -> None:
+    assert rs.KeyRing(SECRET).subkeys[0].xchacha_key == ref.xchacha_key(SECRET)
+
+
+ENV_NAME = "REQUESTSTATE_KEYS"
+
+
+def b64(secret: bytes) -> str:
+    return ref.b64(secret)
+
+
+def test_from_env_reads_secrets_newest_first() -> None:
+    ring = rs.KeyRing.from_env(ENV_NAME, environ={ENV_NAME: f"{b64(SECRET)},{b64(OTHER_SECRET)}"})
+    assert len(ring) == 2
+    assert ring.fingerprint == rs.KeyRing(SECRET).fingerprint
+
+
+def test_from_env_accepts_padding_and_spaces() -> None:
+    padded = base64.urlsafe_b64encode(SECRET).decode()
+    assert padded.endswith("=")
+    ring = rs.KeyRing.from_env(ENV_NAME, environ={ENV_NAME: f" {padded} , {b64(OTHER_SECRET)}"})
+    assert ring.fingerprint == rs.KeyRing(SECRET).fingerprint
+
+
+def test_from_env_defaults_to_requeststate_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_NAME, b64(SECRET))
+    assert rs.KeyRing.from_env().fingerprint == rs.KeyRing(SECRET).fingerprint
+
+
+@pytest.mark.parametrize("value", [None, "", "  "])
+def test_from_env_unset_names_the_variable(value: str | None) -> None:
+    environ = {} if value is None else {"MY_KEYS": value}
+    with pytest.raises(ValueError, match="MY_KEYS is not set"):
+        rs.KeyRing.from_env("MY_KEYS", environ=environ)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("not base64!", "MY_KEYS: secret 0 is not base64url"),
+        (f"{b64(SECRET)},a+b/", "MY_KEYS: secret 1 is not base64url"),
+        (b64(bytes(16)), "MY_KEYS: secret 0 is 16 bytes"),
+        (f"{b64(SECRET)},{b64(SECRET)}", "MY_KEYS: secret 1 repeats"),
+        (f"{b64(SECRET)},", "MY_KEYS: secret 1 is 0 bytes"),
+    ],
+)
+def test_from_env_errors_name_the_variable_never_the_value(value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as caught:
+        rs.KeyRing.from_env("MY_KEYS", environ={"MY_KEYS": value})
+    assert b64(SECRET) not in str(caught.value)

@@ -19,6 +19,9 @@ SPEC_SECRET = bytes(range(32))
 LONG_SECRET = bytes(range(64, 128))
 OTHER_SECRET = bytes(range(32, 64))
 NONCE = bytes(range(0xA0, 0xAC))
+XNONCE = bytes(range(0xC0, 0xD8))
+ID_BYTES = bytes(range(0xE0, 0xF0))
+TOKEN_ID = ref.b64(ID_BYTES)
 EXP = 2_000_000_000
 
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -37,25 +40,32 @@ def valid_vectors() -> list[dict[str, Any]]:
         ("empty state", ""),
         ("unicode state", 'é 日本 🎉 "quoted" back\\slash\nline\ttab \u2028 \x7f \x01'),
     ]
+    nonces = {"signed": b"", "encrypted": NONCE, "xchacha": XNONCE}
     vectors: list[dict[str, Any]] = []
-    for mode in ("signed", "encrypted"):
+    for mode, nonce in nonces.items():
         for secret_name, secret in (("spec key", SPEC_SECRET), ("64-byte key", LONG_SECRET)):
             for shape_name, subject, tool in shapes:
                 for state_name, state in states:
-                    token = ref.token(mode, secret, state, EXP, subject, tool, NONCE)
-                    vectors.append(
-                        {
-                            "name": f"{mode}, {secret_name}, {shape_name}, {state_name}",
-                            "mode": mode,
-                            "secret": secret.hex(),
-                            "subject": subject,
-                            "tool": tool,
-                            "state": state,
-                            "exp": EXP,
-                            "nonce": NONCE.hex() if mode == "encrypted" else "",
-                            "token": token,
-                        }
-                    )
+                    # Tokens as requeststate writes them (with an id), and, for the
+                    # shared-spec modes, as mcp.d writes them (without).
+                    ids = [TOKEN_ID] if mode == "xchacha" or secret is LONG_SECRET else [TOKEN_ID, None]
+                    for token_id in ids:
+                        writer = "requeststate" if token_id else "mcp.d"
+                        vectors.append(
+                            {
+                                "name": f"{mode}, {writer}, {secret_name}, {shape_name}, {state_name}",
+                                "mode": mode,
+                                "secret": secret.hex(),
+                                "subject": subject,
+                                "tool": tool,
+                                "state": state,
+                                "exp": EXP,
+                                "nonce": nonce.hex(),
+                                "id": token_id,
+                                "random": (nonce + ID_BYTES).hex(),
+                                "token": ref.token(mode, secret, state, EXP, subject, tool, nonce, token_id),
+                            }
+                        )
     return vectors
 
 
@@ -66,6 +76,11 @@ def _signed_over(raw_payload: bytes) -> str:
 def _encrypted_over(raw_payload: bytes, subject: str = "alice", tool: str | None = "tool") -> str:
     tag = ref.bind_tag(SPEC_SECRET, subject, tool)
     return ref.encrypted_token(SPEC_SECRET, raw_payload, tag, NONCE)
+
+
+def _xchacha_over(raw_payload: bytes, secret: bytes = SPEC_SECRET) -> str:
+    tag = ref.bind_tag(secret, "alice", "tool")
+    return ref.xchacha_token(secret, raw_payload, tag, XNONCE)
 
 
 def _set_last_char_low_bits(part: str) -> str:
@@ -110,6 +125,8 @@ def invalid_vectors() -> list[dict[str, Any]]:
 
     encrypted_rule = "Encrypted mode: decoded blob at least 12 + 16 bytes"
     add("blob of 27 bytes", encrypted_rule, "v1e." + ref.b64(bytes(27)), "malformed")
+    add("v1x. blob of 39 bytes (24 + 16 - 1)", encrypted_rule, "v1x." + ref.b64(bytes(39)), "malformed")
+    add("v1x. blob of 40 bytes, no valid tag", encrypted_rule, "v1x." + ref.b64(bytes(40)), "bad_signature")
     add("empty blob", encrypted_rule, "v1e.", "malformed")
     add("dot in blob", encrypted_rule, f"{encrypted[:20]}.{encrypted[20:]}", "malformed")
 
@@ -120,6 +137,8 @@ def invalid_vectors() -> list[dict[str, Any]]:
     add("empty token", prefix_rule, "", "malformed")
     add("signed token with v1e. prefix", prefix_rule, "v1e." + signed[3:], "malformed")
     add("encrypted token with v1. prefix", prefix_rule, "v1." + encrypted[4:], "malformed")
+    add("encrypted token with v1x. prefix", prefix_rule, "v1x." + encrypted[4:], "bad_signature")
+    add("xchacha token with v1e. prefix", prefix_rule, "v1e." + _xchacha_over(good)[4:], "bad_signature")
 
     exp_text = str(EXP)
     payload_rule = "Payload: readers reject"
@@ -154,6 +173,9 @@ def invalid_vectors() -> list[dict[str, Any]]:
         ("b not hex", f'{{"s":"x","exp":{exp_text},"b":"{"g" * 64}"}}'.encode()),
         ("b a number", f'{{"s":"x","exp":{exp_text},"b":1}}'.encode()),
         ("lone surrogate escape in s", f'{{"s":"\\ud800","exp":{exp_text},"b":"{tag}"}}'.encode()),
+        ("id empty", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":""}}'.encode()),
+        ("id a number", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":7}}'.encode()),
+        ("id of 65 characters", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":"{"A" * 65}"}}'.encode()),
     ]
     for name, raw in bad_payloads:
         add(f"signed, {name}", payload_rule, _signed_over(raw), "malformed")
@@ -161,6 +183,7 @@ def invalid_vectors() -> list[dict[str, Any]]:
     for name, raw in bad_payloads:
         if name in also_encrypted:
             add(f"encrypted, {name}", payload_rule, _encrypted_over(raw), "malformed")
+            add(f"xchacha, {name}", payload_rule, _xchacha_over(raw), "malformed")
 
     key_rule = "Failure: bad MAC or GCM tag"
     add("signed under a key not in the ring", key_rule, ref.signed_token(OTHER_SECRET, good), "bad_signature")
@@ -171,6 +194,7 @@ def invalid_vectors() -> list[dict[str, Any]]:
         ref.encrypted_token(OTHER_SECRET, ref.payload('{"step":1}', EXP, other_tag), other_tag, NONCE),
         "bad_signature",
     )
+    add("xchacha under a key not in the ring", key_rule, _xchacha_over(good, OTHER_SECRET), "bad_signature")
     add(
         "signed, MAC of another payload",
         key_rule,
@@ -213,13 +237,16 @@ def invalid_vectors() -> list[dict[str, Any]]:
         _encrypted_over(ref.payload("x", EXP - 1, tag)),
         "expired",
     )
+    add(
+        "xchacha, expired a second ago", expiry_rule, _xchacha_over(ref.payload("x", EXP - 1, tag)), "expired"
+    )
 
     return [
         {
             "name": name,
             "rule": rule,
             "token": token,
-            "mode": ["signed", "encrypted"],
+            "mode": ["signed", "encrypted", "xchacha"],
             "secret": SPEC_SECRET.hex(),
             "subject": "alice",
             "tool": "tool",
