@@ -9,8 +9,9 @@ demo: $(VENV)/.installed
 	$(PY) -m requeststate demo
 
 test: $(VENV)/.installed-dev
-	$(PY) -m ruff check requeststate tests benchmarks
-	$(PY) -m ruff format --check requeststate tests benchmarks
+	sh scripts/redis-test-server.sh
+	$(PY) -m ruff check requeststate tests benchmarks examples
+	$(PY) -m ruff format --check requeststate tests benchmarks examples
 	$(PY) -m mypy
 	$(PY) -m pytest --cov --cov-report=term
 

@@ -8,8 +8,9 @@ with ``decode`` (``None`` on any refusal) or ``verify`` (raises
     token = encode(state, keys, mode="encrypted", subject=user, tool="book")
     state = decode(token, keys, mode="encrypted", subject=user, tool="book")
 
-Pass ``guard=MemoryGuard()`` (one process) or a ``RedisGuard`` (several) to
-``decode`` to make tokens single-use.
+Pass ``guard=MemoryGuard()`` (one process) or ``requeststate.redis.RedisGuard``
+(several) to ``decode`` to make tokens single-use. ``requeststate.mcp`` protects
+an MCP SDK server in one line.
 """
 
 from __future__ import annotations

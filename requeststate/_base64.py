@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import base64
-import re
+import binascii
+from typing import Final
 
 __all__ = ["b64decode", "b64encode"]
 
-_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-_CANONICAL_CHARS = re.compile(r"[A-Za-z0-9_-]*")
-# In a final group of 2 (or 3) characters only the high 2 (or 4) bits of the last
-# character carry data; the canonical encoding leaves the rest zero.
-_UNUSED_BITS = {2: 0x0F, 3: 0x03}
-_SEXTET = {char: value for value, char in enumerate(_ALPHABET)}
+_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_TO_STANDARD: Final = bytes.maketrans(b"-_", b"+/")
+_FROM_STANDARD: Final = bytes.maketrans(b"+/", b"-_")
+# By length mod 4: the padding binascii wants back (a length of 1 mod 4 is never
+# base64), and the bits of the last character that carry no data, which the
+# canonical encoding leaves zero.
+_PADDING: Final = (b"", None, b"==", b"=")
+_UNUSED_BITS: Final = (0, 0, 0x0F, 0x03)
+_SEXTET: Final = {char: value for value, char in enumerate(_ALPHABET)}
 
 
 def b64encode(data: bytes) -> str:
     """Encode ``data`` as unpadded base64url."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+    return binascii.b2a_base64(data, newline=False).translate(_FROM_STANDARD).rstrip(b"=").decode("ascii")
 
 
 def b64decode(text: str) -> bytes | None:
@@ -28,8 +31,14 @@ def b64decode(text: str) -> bytes | None:
     bits, so every byte string has exactly one accepted encoding.
     """
     tail = len(text) % 4
-    if tail == 1 or _CANONICAL_CHARS.fullmatch(text) is None:
+    padding = _PADDING[tail]
+    # Strict binascii refuses every character outside the standard alphabet and
+    # misplaced padding; what it would accept but base64url must not is checked here.
+    if padding is None or "+" in text or "/" in text or "=" in text:
         return None
-    if tail and _SEXTET[text[-1]] & _UNUSED_BITS[tail]:
+    if tail and _SEXTET.get(text[-1], 0) & _UNUSED_BITS[tail]:
         return None
-    return base64.urlsafe_b64decode(text + "=" * (4 - tail) if tail else text)
+    try:
+        return binascii.a2b_base64(text.encode("ascii").translate(_TO_STANDARD) + padding, strict_mode=True)
+    except (UnicodeEncodeError, binascii.Error):
+        return None

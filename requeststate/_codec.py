@@ -12,7 +12,6 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar, overload
 
 import msgspec
 
-from ._base64 import b64encode
 from ._encrypted import ENCRYPTED, XCHACHA
 from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, check_claims, parse_payload
 from ._errors import InvalidToken, Reason
@@ -35,7 +34,7 @@ T = TypeVar("T")
 
 DEFAULT_TTL: Final = 300
 DEFAULT_MAX_TOKEN_BYTES: Final = 64 * 1024
-TOKEN_ID_BYTES: Final = 16  # 128 random bits: unique across every token any server mints
+TOKEN_ID_BYTES: Final = 16  # 128 random bits, written as 32 hex: unique across every token
 
 
 class Mode(enum.StrEnum):
@@ -83,15 +82,6 @@ def _wire_mode(mode: ModeSpec) -> WireMode:
     return wire
 
 
-@lru_cache(maxsize=64)
-def _allowed_wire_modes(modes: Modes) -> frozenset[WireMode]:
-    if not isinstance(modes, tuple):
-        return frozenset((_wire_mode(modes),))
-    if not modes:
-        raise ValueError("mode must name at least one Mode")
-    return frozenset(map(_wire_mode, modes))
-
-
 @lru_cache(maxsize=16)
 def _ring_of_secret(secret: bytes) -> KeyRing:
     return KeyRing(secret)
@@ -116,6 +106,27 @@ def _check_int(name: str, value: object, minimum: int) -> int:
 
 def _now(now: int | None) -> int:
     return int(time.time()) if now is None else _check_int("now", now, INT64_MIN)
+
+
+# The options a server passes are few and repeat on every call, so each distinct
+# set is validated once and its result cached (errors are not cached). typed:
+# True == 1 and hashes alike, and must not pass as a validated ttl of 1.
+@lru_cache(maxsize=64, typed=True)
+def _encode_plan(mode: ModeSpec, ttl: int, max_token_bytes: int) -> WireMode:
+    _check_int("ttl", ttl, 1)
+    _check_int("max_token_bytes", max_token_bytes, 1)
+    return _wire_mode(mode)
+
+
+@lru_cache(maxsize=64, typed=True)
+def _verify_plan(modes: Modes, leeway: int, max_token_bytes: int) -> frozenset[WireMode]:
+    _check_int("leeway", leeway, 0)
+    _check_int("max_token_bytes", max_token_bytes, 1)
+    if not isinstance(modes, tuple):
+        return frozenset((_wire_mode(modes),))
+    if not modes:
+        raise ValueError("mode must name at least one Mode")
+    return frozenset(map(_wire_mode, modes))
 
 
 _encode_state: Final = msgspec.json.Encoder().encode
@@ -182,9 +193,7 @@ def _encode(
 ) -> str:
     # The deterministic entry point behind ``encode``: tests pass a fixed ``urandom``.
     ring = _key_ring(keys)
-    wire = _wire_mode(mode)
-    _check_int("ttl", ttl, 1)
-    _check_int("max_token_bytes", max_token_bytes, 1)
+    wire = _encode_plan(mode, ttl, max_token_bytes)
     exp = _now(now) + ttl
     if exp > INT64_MAX:
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
@@ -192,7 +201,7 @@ def _encode(
     bind_tag = ring.bind_tags(subject, tool)[0]
     # One read of the CSPRNG per token: the nonce (if any), then the token id.
     random = urandom(wire.nonce_bytes + TOKEN_ID_BYTES)
-    nonce, token_id = random[: wire.nonce_bytes], b64encode(random[wire.nonce_bytes :])
+    nonce, token_id = random[: wire.nonce_bytes], random[wire.nonce_bytes :].hex()
     payload = build_payload(text, exp, bind_tag, token_id)
     token = wire.seal(payload, ring.subkeys[0], bind_tag, nonce)
     if len(token) > max_token_bytes:
@@ -213,9 +222,7 @@ def _verified(
 ) -> tuple[Any, Payload, int]:
     """Every check but the replay guard: the state, its payload, and the time checked at."""
     ring = _key_ring(keys)
-    allowed = _allowed_wire_modes(mode)
-    _check_int("leeway", leeway, 0)
-    _check_int("max_token_bytes", max_token_bytes, 1)
+    allowed = _verify_plan(mode, leeway, max_token_bytes)
     moment = _now(now)
     if not isinstance(token, str):
         raise InvalidToken(Reason.MALFORMED)

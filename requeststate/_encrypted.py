@@ -66,7 +66,9 @@ class AeadMode:
 
 
 def _aesgcm_encrypt(key: SubKeys, nonce: bytes, payload: bytes, aad: bytes) -> bytes:
-    key.count_aesgcm_encryption()
+    count = next(key.aesgcm_count)
+    if count >= key.aesgcm_warn_at:  # the common case stays one comparison
+        key.check_aesgcm_budget(count)
     return key.aesgcm.encrypt(nonce, payload, aad)
 
 

@@ -76,11 +76,11 @@ class SubKeys:
     """
 
     __slots__ = (
-        "_aesgcm_count",
         "_aesgcm_limit",
-        "_aesgcm_warn_at",
         "_mac",
         "aesgcm",
+        "aesgcm_count",
+        "aesgcm_warn_at",
         "fingerprint",
         "xchacha_key",
     )
@@ -94,9 +94,11 @@ class SubKeys:
         # A one-way, labelled digest of a subkey: it names the key in a repr or a
         # log without revealing anything that verifies or mints a token.
         self.fingerprint: Final = hashlib.sha256(_FINGERPRINT_LABEL + mac_key).hexdigest()[:8]
-        self._aesgcm_count: Final = itertools.count(1)  # next() is atomic: no lock needed
+        # Each AES-GCM seal takes next(aesgcm_count) (atomic: no lock needed) and,
+        # from aesgcm_warn_at on, passes it to check_aesgcm_budget.
+        self.aesgcm_count: Final = itertools.count(1)
+        self.aesgcm_warn_at: Final = aesgcm_warn_at
         self._aesgcm_limit: Final = aesgcm_limit
-        self._aesgcm_warn_at: Final = aesgcm_warn_at
 
     def mac(self, data: bytes) -> bytes:
         """``HMAC-SHA256(mac_key, data)``."""
@@ -108,15 +110,12 @@ class SubKeys:
         """``lowercase_hex(HMAC-SHA256(mac_key, data))``: 64 characters."""
         return self.mac(data).hex()
 
-    def count_aesgcm_encryption(self) -> None:
-        """Spend one AES-GCM nonce of this key's budget, or refuse at the limit.
+    def check_aesgcm_budget(self, count: int) -> None:
+        """For the ``count``-th AES-GCM seal past the warning share: warn once, refuse past the limit.
 
         Raises ``KeyBudgetExhausted`` once the key has sealed its limit in this process.
         """
-        count = next(self._aesgcm_count)
-        if count < self._aesgcm_warn_at:
-            return
-        if count == self._aesgcm_warn_at:
+        if count == self.aesgcm_warn_at:
             logger.warning(
                 "requestState key %s has sealed %d AES-GCM tokens in this process, of a limit of %d: "
                 "rotate to a new secret, or move to mode='xchacha'",
@@ -158,11 +157,13 @@ class KeyRing:
     key bytes.
     """
 
-    __slots__ = ("_bind_tags", "_ephemeral", "_keys")
+    __slots__ = ("_ephemeral", "_keys", "bind_tags")
 
     _keys: tuple[SubKeys, ...]
     _ephemeral: bool
-    _bind_tags: Callable[[str, str | None], tuple[str, ...]]
+    bind_tags: Callable[[str, str | None], tuple[str, ...]]
+    """``bind_tags(subject, tool)``: the bind tag of that identity under each key,
+    in ring order. Cached per ring (bounded); raises like ``bind_input``."""
 
     def __init__(
         self,
@@ -199,7 +200,8 @@ class KeyRing:
         keys = tuple(SubKeys(secret, aesgcm_limit, warn_at) for secret in material)
         object.__setattr__(self, "_keys", keys)
         object.__setattr__(self, "_ephemeral", False)
-        object.__setattr__(self, "_bind_tags", _bind_tags_cache(keys))
+        # The cached function itself, not a method around it: one call less per token.
+        object.__setattr__(self, "bind_tags", _bind_tags_cache(keys))
 
     @classmethod
     def ephemeral(cls) -> KeyRing:
@@ -260,13 +262,6 @@ class KeyRing:
     def subkeys(self) -> tuple[SubKeys, ...]:
         """The derived subkeys, minting key first. Internal to the codec."""
         return self._keys
-
-    def bind_tags(self, subject: str, tool: str | None) -> tuple[str, ...]:
-        """The bind tag of ``(subject, tool)`` under each key, in ring order.
-
-        Cached per ring (bounded). Raises like ``bind_input``.
-        """
-        return self._bind_tags(subject, tool)
 
     def __len__(self) -> int:
         return len(self._keys)

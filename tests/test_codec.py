@@ -4,6 +4,7 @@ import asyncio
 import hmac
 import json
 import time
+from typing import Any
 
 import msgspec
 import pytest
@@ -110,7 +111,7 @@ def test_every_token_carries_a_fresh_128_bit_id(ring: rs.KeyRing) -> None:
     for _ in range(3):
         payload = json.loads(b64decode(mint(ring, rs.Mode.SIGNED).split(".")[1]) or b"")
         ids.add(payload["id"])
-        assert len(b64decode(payload["id"]) or b"") == 16
+        assert len(bytes.fromhex(payload["id"])) == 16
     assert len(ids) == 3
 
 
@@ -125,7 +126,7 @@ def test_deterministic_entry_point_matches_the_reference(ring: rs.KeyRing, mode:
     random = bytes(range(100))
     token = _encode("s", ring, mode, "alice", "book", 10, NOW, 1 << 16, lambda size: random[:size])
     nonce_size = {rs.Mode.SIGNED: 0, rs.Mode.ENCRYPTED: 12, rs.Mode.XCHACHA: 24}[mode]
-    token_id = ref.b64(random[nonce_size : nonce_size + 16])
+    token_id = random[nonce_size : nonce_size + 16].hex()
     expected = ref.token(mode, SECRET, "s", NOW + 10, "alice", "book", random[:nonce_size], token_id)
     assert token == expected
 
@@ -237,7 +238,7 @@ def test_bind_tag_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pyt
     real = hmac.compare_digest
 
     def spy(a: str, b: str) -> bool:
-        compared.append(a)
+        compared.append(b)
         return real(a, b)
 
     monkeypatch.setattr(hmac, "compare_digest", spy)
@@ -347,6 +348,7 @@ def test_ttl_out_of_range_is_a_value_error(ring: rs.KeyRing, ttl: int) -> None:
 
 @pytest.mark.parametrize("ttl", [1.5, "300", None, True])
 def test_ttl_not_an_int_is_a_type_error(ring: rs.KeyRing, ttl: object) -> None:
+    rs.encode("x", ring, mode="signed", ttl=1)  # a validated ttl of 1 must not admit True
     with pytest.raises(TypeError, match="ttl"):
         rs.encode("x", ring, mode="signed", ttl=ttl)  # type: ignore[arg-type]
 
@@ -362,6 +364,12 @@ def test_now_not_an_int_is_a_type_error(ring: rs.KeyRing, now: object) -> None:
         rs.encode("x", ring, mode="signed", now=now)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="now"):
         rs.verify("x", ring, mode="signed", now=now)  # type: ignore[call-overload]
+
+
+def test_bool_leeway_is_a_type_error_even_after_leeway_zero(ring: rs.KeyRing) -> None:
+    rs.decode("x", ring, mode="signed", leeway=0)
+    with pytest.raises(TypeError, match="leeway"):
+        rs.verify("x", ring, mode="signed", leeway=False)
 
 
 def test_negative_leeway_is_a_value_error(ring: rs.KeyRing) -> None:
@@ -441,7 +449,7 @@ def test_guard_claims_the_token_id_until_exp_plus_leeway(ring: rs.KeyRing, mode:
     token = mint(ring, mode, ttl=300)
     rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW + 5, leeway=7, guard=guard)
     [(token_id, expires_at, now)] = guard.claims
-    assert len(b64decode(token_id) or b"") == 16
+    assert len(bytes.fromhex(token_id)) == 16
     assert (expires_at, now) == (NOW + 300 + 7, NOW + 5)
 
 
@@ -499,16 +507,9 @@ def test_async_guard_passed_to_verify_is_a_type_error(ring: rs.KeyRing) -> None:
         async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
             return True
 
+    guard: Any = AsyncOnly()  # the mistake the type checker would catch; the runtime catches it too
     with pytest.raises(TypeError, match="averify"):
-        rs.verify(
-            mint(ring, rs.Mode.SIGNED),
-            ring,
-            mode="signed",
-            subject="alice",
-            tool="book",
-            now=NOW,
-            guard=AsyncOnly(),
-        )  # type: ignore[arg-type]
+        rs.verify(mint(ring, rs.Mode.SIGNED), ring, mode="signed", subject="alice", tool="book", guard=guard)
 
 
 def test_guard_answer_that_is_not_a_bool_is_a_type_error(ring: rs.KeyRing) -> None:

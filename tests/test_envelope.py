@@ -126,3 +126,15 @@ def test_claims_check_expiry_before_binding() -> None:
     with pytest.raises(rs.InvalidToken) as caught:
         check_claims(Payload("x", 100, TAG), "f" * 64, now=101, leeway=0)
     assert caught.value.reason is rs.Reason.EXPIRED
+
+
+def test_claims_refuse_a_non_hex_b_as_malformed() -> None:
+    with pytest.raises(rs.InvalidToken) as caught:
+        check_claims(Payload("x", 100, "G" * 64), TAG, now=0, leeway=0)
+    assert caught.value.reason is rs.Reason.MALFORMED
+
+
+def test_claims_refuse_a_non_ascii_b_without_raising_anything_else() -> None:
+    with pytest.raises(rs.InvalidToken) as caught:
+        check_claims(Payload("x", 100, "é" * 64), TAG, now=0, leeway=0)
+    assert caught.value.reason is rs.Reason.MALFORMED

@@ -21,7 +21,7 @@ OTHER_SECRET = bytes(range(32, 64))
 NONCE = bytes(range(0xA0, 0xAC))
 XNONCE = bytes(range(0xC0, 0xD8))
 ID_BYTES = bytes(range(0xE0, 0xF0))
-TOKEN_ID = ref.b64(ID_BYTES)
+TOKEN_ID = ID_BYTES.hex()
 EXP = 2_000_000_000
 
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

@@ -1,0 +1,124 @@
+"""Replay guards: remember which token ids were redeemed, so each token is accepted once.
+
+A guard is asked only after a token passed every other check. ``claim`` records
+the token's id until the token can no longer verify (its ``exp`` plus the
+verifier's leeway) and says whether this was the first claim. A guard that
+cannot tell raises ``GuardUnavailable``, and the token is refused: a guard
+fails closed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from typing import Final, Protocol, final
+
+__all__ = ["DEFAULT_CAPACITY", "AsyncGuard", "Guard", "GuardUnavailable", "MemoryGuard", "check_claim_window"]
+
+DEFAULT_CAPACITY: Final = 100_000
+
+
+class GuardUnavailable(Exception):
+    """The guard could not tell whether the id was claimed (store down, slow, or full): fail closed.
+
+    The message names the cause (a full guard, a store that did not answer),
+    never a token id.
+    """
+
+
+class Guard(Protocol):
+    """Records redeemed token ids: the first claim of an id wins, every later one is a replay."""
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        """Atomically record ``token_id`` as redeemed until ``expires_at`` (unix seconds).
+
+        ``expires_at`` is the token's ``exp`` plus the verifier's leeway: the id
+        stays claimed while ``now <= expires_at``. ``now`` is the verifier's clock.
+
+        Returns:
+            ``True`` if this call is the first claim, ``False`` if the id was
+            already claimed (a replay).
+
+        Raises:
+            GuardUnavailable: the guard cannot decide; refuse the token.
+        """
+        ...
+
+
+class AsyncGuard(Protocol):
+    """``Guard`` for asyncio servers: ``claim`` is a coroutine with the same contract."""
+
+    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        """Atomically record ``token_id`` as redeemed until ``expires_at``; see ``Guard.claim``."""
+        ...
+
+
+def check_claim_window(expires_at: int, now: int) -> None:
+    """Refuse a claim whose window is already over: the caller verified an expired token."""
+    if expires_at < now:
+        raise ValueError("expires_at is before now: an expired token has nothing to claim")
+
+
+@final
+class MemoryGuard:
+    """A replay guard in this process's memory, for a server that runs as one process.
+
+    Thread-safe (one lock) and bounded: it holds at most ``capacity`` live ids.
+    Expired ids are purged on each ``claim``, oldest first, in amortised
+    ``O(log n)`` time, with no background thread. When it is full of live ids
+    it raises ``GuardUnavailable`` rather than forget one (forgetting would let
+    that token be replayed): size ``capacity`` for the peak number of tokens
+    redeemed within one TTL plus leeway.
+
+    Its ids die with the process, and other processes do not see them: behind
+    several workers or hosts, use ``requeststate.redis.RedisGuard``.
+    """
+
+    __slots__ = ("_capacity", "_expiries", "_heap", "_lock")
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        """Make an empty guard that holds at most ``capacity`` live ids (a positive ``int``)."""
+        if not isinstance(capacity, int) or isinstance(capacity, bool):
+            raise TypeError(f"capacity must be an int, not {type(capacity).__name__}")
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self._capacity: Final = capacity
+        self._lock: Final = threading.Lock()
+        # Each held id is in both: the dict answers "claimed?", the heap finds the
+        # next to expire. An id enters once and leaves once, so they stay in step.
+        self._expiries: Final[dict[str, int]] = {}
+        self._heap: Final[list[tuple[int, str]]] = []
+
+    @property
+    def capacity(self) -> int:
+        """The most live ids this guard holds before it fails closed."""
+        return self._capacity
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
+
+        Raises:
+            GuardUnavailable: the guard is full of ids that have not expired.
+            ValueError: ``expires_at`` is before ``now``.
+        """
+        check_claim_window(expires_at, now)
+        with self._lock:
+            heap = self._heap
+            while heap and heap[0][0] < now:
+                del self._expiries[heapq.heappop(heap)[1]]
+            if token_id in self._expiries:
+                return False
+            if len(self._expiries) >= self._capacity:
+                raise GuardUnavailable(
+                    f"MemoryGuard is full: {self._capacity} ids have not expired yet (raise its capacity)"
+                )
+            self._expiries[token_id] = expires_at
+            heapq.heappush(heap, (expires_at, token_id))
+            return True
+
+    def __len__(self) -> int:
+        """The number of ids held, including expired ones not purged yet."""
+        return len(self._expiries)
+
+    def __repr__(self) -> str:
+        return f"MemoryGuard(capacity={self._capacity}, size={len(self._expiries)})"

@@ -1,0 +1,133 @@
+"""A client ``Transport`` that records every JSON-RPC frame crossing it, both directions."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Any
+
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+
+
+def _record(log: list[str], item: object) -> None:
+    if isinstance(item, SessionMessage):
+        log.append(item.message.model_dump_json(by_alias=True, exclude_none=True))
+
+
+class _ReadTap:
+    def __init__(self, inner: Any, log: list[str]) -> None:
+        self._inner, self._log = inner, log
+
+    async def receive(self) -> SessionMessage | Exception:
+        item: SessionMessage | Exception = await self._inner.receive()
+        _record(self._log, item)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _ReadTap:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        item: SessionMessage | Exception = await self._inner.__anext__()
+        _record(self._log, item)
+        return item
+
+    async def __aenter__(self) -> _ReadTap:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _WriteTap:
+    def __init__(self, inner: Any, log: list[str]) -> None:
+        self._inner, self._log = inner, log
+
+    async def send(self, item: SessionMessage, /) -> None:
+        _record(self._log, item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WriteTap:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class WireTap:
+    """Wrap a transport: ``Client(WireTap(InMemoryTransport(server)))``; frames land in ``.frames``."""
+
+    def __init__(self, inner: AbstractAsyncContextManager[Any]) -> None:
+        self._inner = inner
+        self.frames: list[str] = []
+
+    async def __aenter__(self) -> TransportStreams:
+        read, write = await self._inner.__aenter__()
+        return _ReadTap(read, self.frames), _WriteTap(write, self.frames)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
+        return result
+
+    def text(self) -> str:
+        """Every frame, one per line."""
+        return "\n".join(self.frames)
+
+    def request_states(self) -> list[str]:
+        """Every ``requestState`` value seen in any frame, in order."""
+        found: list[str] = []
+
+        def walk(node: object) -> None:
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    if key == "requestState" and isinstance(value, str):
+                        found.append(value)
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        for frame in self.frames:
+            walk(json.loads(frame))
+        return found
+
+    def reveals(self, secret: str) -> bool:
+        """True if ``secret`` is in any frame, as is or inside any base64url part of any token."""
+        if secret in self.text():
+            return True
+        needle = secret.encode()
+        for token in self.request_states():
+            for part in re.split(r"[.]", token):
+                try:
+                    raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+                except (binascii.Error, ValueError):
+                    continue
+                if needle in raw:
+                    return True
+        return False

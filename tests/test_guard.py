@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from requeststate._guard import GuardUnavailable, MemoryGuard
+
+NOW = 2_000_000_000
+ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
+OTHER_ID = "0123456789abcdef0123456789abcdef"
+
+
+def test_first_claim_wins() -> None:
+    assert MemoryGuard().claim(ID, NOW + 300, NOW) is True
+
+
+def test_second_claim_is_a_replay() -> None:
+    guard = MemoryGuard()
+    guard.claim(ID, NOW + 300, NOW)
+    assert guard.claim(ID, NOW + 300, NOW + 1) is False
+
+
+def test_ids_are_claimed_independently() -> None:
+    guard = MemoryGuard()
+    guard.claim(ID, NOW + 300, NOW)
+    assert guard.claim(OTHER_ID, NOW + 300, NOW) is True
+
+
+def test_id_stays_claimed_through_expires_at() -> None:
+    guard = MemoryGuard()
+    guard.claim(ID, NOW + 300, NOW)
+    assert guard.claim(ID, NOW + 300, NOW + 300) is False
+
+
+def test_id_is_free_after_expires_at() -> None:
+    guard = MemoryGuard()
+    guard.claim(ID, NOW + 300, NOW)
+    assert guard.claim(ID, NOW + 301, NOW + 301) is True
+
+
+def test_claim_after_expires_at_is_refused_as_a_caller_mistake() -> None:
+    with pytest.raises(ValueError, match="expires_at is before now"):
+        MemoryGuard().claim(ID, NOW - 1, NOW)
+
+
+def test_full_guard_fails_closed() -> None:
+    guard = MemoryGuard(capacity=2)
+    guard.claim("a", NOW + 300, NOW)
+    guard.claim("b", NOW + 300, NOW)
+    with pytest.raises(GuardUnavailable, match="full"):
+        guard.claim("c", NOW + 300, NOW)
+
+
+def test_full_guard_still_recognises_a_replay() -> None:
+    guard = MemoryGuard(capacity=1)
+    guard.claim(ID, NOW + 300, NOW)
+    assert guard.claim(ID, NOW + 300, NOW) is False
+
+
+def test_full_guard_keeps_its_live_ids() -> None:
+    guard = MemoryGuard(capacity=1)
+    guard.claim(ID, NOW + 300, NOW)
+    with pytest.raises(GuardUnavailable):
+        guard.claim(OTHER_ID, NOW + 300, NOW)
+    assert guard.claim(ID, NOW + 300, NOW + 300) is False
+
+
+def test_purging_expired_ids_frees_capacity() -> None:
+    guard = MemoryGuard(capacity=2)
+    guard.claim("a", NOW + 10, NOW)
+    guard.claim("b", NOW + 300, NOW)
+    assert guard.claim("c", NOW + 300, NOW + 11) is True
+    assert len(guard) == 2
+
+
+def test_purge_removes_only_expired_ids() -> None:
+    guard = MemoryGuard()
+    for offset in range(10):
+        guard.claim(f"id-{offset}", NOW + offset, NOW)
+    guard.claim("late", NOW + 300, NOW + 5)
+    assert len(guard) == 6  # id-5 .. id-9 and late
+    assert guard.claim("id-5", NOW + 300, NOW + 5) is False
+
+
+def test_capacity_defaults_to_one_hundred_thousand() -> None:
+    assert MemoryGuard().capacity == 100_000
+
+
+@pytest.mark.parametrize("capacity", [0, -1])
+def test_capacity_must_be_positive(capacity: int) -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        MemoryGuard(capacity)
+
+
+@pytest.mark.parametrize("capacity", [1.5, "10", True, None])
+def test_capacity_must_be_an_int(capacity: object) -> None:
+    with pytest.raises(TypeError, match="capacity must be an int"):
+        MemoryGuard(capacity)  # type: ignore[arg-type]
+
+
+def test_repr_shows_capacity_and_size_only() -> None:
+    guard = MemoryGuard(capacity=5)
+    guard.claim(ID, NOW + 300, NOW)
+    assert repr(guard) == "MemoryGuard(capacity=5, size=1)"
+
+
+def test_full_error_does_not_name_the_id() -> None:
+    guard = MemoryGuard(capacity=1)
+    guard.claim(OTHER_ID, NOW + 300, NOW)
+    with pytest.raises(GuardUnavailable) as caught:
+        guard.claim(ID, NOW + 300, NOW)
+    assert ID not in str(caught.value)
+    assert OTHER_ID not in str(caught.value)
+
+
+def test_threads_racing_on_the_same_ids_claim_each_exactly_once() -> None:
+    ids = [f"id-{n}" for n in range(2_000)]
+    threads = 8
+    guard = MemoryGuard(capacity=len(ids))
+    start = threading.Barrier(threads)
+    won: list[list[str]] = [[] for _ in range(threads)]
+
+    def redeem(index: int) -> None:
+        order = ids if index % 2 == 0 else ids[::-1]
+        start.wait(timeout=10)
+        won[index] = [token_id for token_id in order if guard.claim(token_id, NOW + 300, NOW)]
+
+    workers = [threading.Thread(target=redeem, args=(index,)) for index in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=30)
+    wins = Counter(token_id for winner in won for token_id in winner)
+    assert wins == Counter(ids)

@@ -1,0 +1,990 @@
+"""requeststate.mcp end to end: the SDK's real Client against real servers, in memory, over stdio and HTTP."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+import anyio
+import httpx2
+import uvicorn
+from mcp import Client
+from mcp.client._memory import InMemoryTransport
+from mcp.client.context import ClientRequestContext
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import MCPServer, Server
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import Context
+from mcp.server.request_state import InvalidRequestState, RequestStateBoundary
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    ElicitRequestParams,
+    ElicitResult,
+    InputRequiredResult,
+    RequestParamsMeta,
+    TextContent,
+)
+from pydantic import AnyHttpUrl
+
+import requeststate as rs
+from requeststate.mcp import INVALID_MESSAGE, Boundary, SDKCodec, protect, request_target, use_codec
+from tests.mcp_servers import MARKER, SHAPES, TIERS, Built, Shape, Tier, build
+from tests.mcp_wiretap import WireTap
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = bytes(range(32))
+OTHER_SECRET = bytes(range(32, 64))
+KEYS = rs.KeyRing(SECRET)
+MODES = ("signed", "encrypted")
+TIMEOUT = 20
+FROZEN = {"reason": "invalid_request_state"}
+REASONS = [reason.value for reason in rs.Reason]
+T = TypeVar("T")
+
+
+def _b64(secret: bytes) -> str:
+    return base64.urlsafe_b64encode(secret).rstrip(b"=").decode()
+
+
+async def answer(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+    """The user: answers each question with its first word."""
+    return ElicitResult(action="accept", content={"answer": params.message.split()[0].lower()})
+
+
+def replies(n: int) -> dict[str, Any]:
+    return {f"q{n}": ElicitResult(action="accept", content={"answer": f"a{n}"})}
+
+
+def text_of(result: CallToolResult) -> str:
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text
+
+
+def tamper(token: str) -> str:
+    middle = len(token) // 2
+    return token[:middle] + ("A" if token[middle] != "A" else "B") + token[middle + 1 :]
+
+
+async def bounded(step: Callable[[], Awaitable[T]]) -> T:
+    with anyio.fail_after(TIMEOUT):
+        return await step()
+
+
+@asynccontextmanager
+async def connect(built: Built, tap: WireTap | None = None) -> AsyncIterator[Client]:
+    transport = tap if tap is not None else WireTap(InMemoryTransport(built.server))
+    async with Client(transport, elicitation_callback=answer) as client:
+        yield client
+
+
+async def first_round(client: Client, name: str = "wizard") -> str:
+    result = await client.session.call_tool(name, {"topic": "x"}, allow_input_required=True)
+    assert isinstance(result, InputRequiredResult)
+    assert result.request_state is not None
+    return result.request_state
+
+
+async def echo(client: Client, token: str, name: str = "wizard") -> Any:
+    return await client.session.call_tool(
+        name, {"topic": "x"}, allow_input_required=True, request_state=token, input_responses=replies(1)
+    )
+
+
+def assert_frozen(error: pytest.ExceptionInfo[MCPError]) -> None:
+    assert error.value.error.code == INVALID_PARAMS
+    assert error.value.error.message == INVALID_MESSAGE
+    assert error.value.error.data == FROZEN
+
+
+def leaks_reason(wire: str) -> bool:
+    # "expired" is a reason code and also a word of the frozen message: look outside the message.
+    rest = wire.replace(INVALID_MESSAGE, "")
+    return any(f'"{reason}"' in rest or f" {reason}" in rest or f":{reason}" in rest for reason in REASONS)
+
+
+def plaintext_seen(built: Built) -> list[str]:
+    return [state for state in built.seen if state is not None]
+
+
+everywhere = pytest.mark.parametrize(
+    ("tier", "shape", "mode"), [(t, s, m) for t in TIERS for s in SHAPES for m in MODES]
+)
+
+
+# --- the full flow --------------------------------------------------------------------------------------
+
+
+@everywhere
+async def test_full_multi_round_flow_completes(tier: Tier, shape: Shape, mode: str) -> None:
+    built = build(tier, shape, KEYS, mode)
+
+    async def run() -> str:
+        async with connect(built) as client:
+            return text_of(await client.call_tool("wizard", {"topic": "x"}))
+
+    assert await bounded(run) == "done: first,second"
+    assert len(built.seen) == 3
+
+
+@everywhere
+async def test_handler_reads_plaintext_state_it_minted(tier: Tier, shape: Shape, mode: str) -> None:
+    built = build(tier, shape, KEYS, mode)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            await client.call_tool("wizard", {"topic": "x"})
+
+    await bounded(run)
+    assert built.seen[0] is None
+    assert plaintext_seen(built) == [
+        f'{{"step":1,"marker":"{MARKER}","answers":[]}}',
+        f'{{"step":2,"marker":"{MARKER}","answers":["first"]}}',
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_prompt_flow_completes(mode: str) -> None:
+    built = build("mcpserver", "boundary", KEYS, mode)
+
+    async def run() -> str:
+        async with connect(built) as client:
+            result = await client.get_prompt("wizard", {})
+            content = result.messages[0].content
+            assert isinstance(content, TextContent)
+            return content.text
+
+    assert await bounded(run) == "done: first,second"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_resource_flow_completes(shape: Shape) -> None:
+    built = build("mcpserver", shape, KEYS, "encrypted")
+
+    async def run() -> str:
+        async with connect(built) as client:
+            result = await client.read_resource("res://a")
+            return str(getattr(result.contents[0], "text", ""))
+
+    assert await bounded(run) == "done: first,second"
+
+
+# --- refusals -------------------------------------------------------------------------------------------
+
+
+@everywhere
+async def test_tampered_echo_is_refused_before_the_handler(tier: Tier, shape: Shape, mode: str) -> None:
+    built = build(tier, shape, KEYS, mode)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            with pytest.raises(MCPError) as error:
+                await echo(client, tamper(token))
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+@everywhere
+async def test_echo_from_another_user_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+    built = build(tier, shape, KEYS, mode)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            built.auth.subject = "alice"
+            token = await first_round(client)
+            built.auth.subject = "bob"
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_anonymous_token_is_refused_once_a_user_is_authenticated(shape: Shape) -> None:
+    built = build("mcpserver", shape, KEYS, "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            built.auth.subject = "alice"
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_subject_claimed_in_meta_is_ignored(shape: Shape) -> None:
+    built = build("mcpserver", shape, KEYS, "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            built.auth.subject = "alice"
+            token = await first_round(client)
+            built.auth.subject = "bob"
+            with pytest.raises(MCPError) as error:
+                await client.session.call_tool(
+                    "wizard",
+                    {"topic": "x"},
+                    allow_input_required=True,
+                    request_state=token,
+                    input_responses=replies(1),
+                    meta=cast(RequestParamsMeta, {"subject": "alice", "sub": "alice", "user": "alice"}),
+                )
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+@everywhere
+async def test_echo_replayed_into_another_tool_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+    built = build(tier, shape, KEYS, mode)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client, "wizard")
+            with pytest.raises(MCPError) as error:
+                await echo(client, token, "other")
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_tool_token_is_refused_by_the_prompt_of_the_same_name(shape: Shape) -> None:
+    built = build("mcpserver", shape, KEYS, "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client, "wizard")
+            with pytest.raises(MCPError) as error:
+                await client.session.get_prompt("wizard", {}, allow_input_required=True, request_state=token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_resource_token_is_refused_at_another_uri(shape: Shape) -> None:
+    built = build("mcpserver", shape, KEYS, "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            first = await client.session.read_resource("res://a", allow_input_required=True)
+            assert isinstance(first, InputRequiredResult)
+            assert first.request_state is not None
+            with pytest.raises(MCPError) as error:
+                await client.session.read_resource(
+                    "res://b", allow_input_required=True, request_state=first.request_state
+                )
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+def principal(user: str | None) -> str:
+    """The subject the boundary binds for ``FakeAuth.subject = user`` (the SDK's principal triple)."""
+    return (
+        ""
+        if user is None
+        else json.dumps(["test-client", "https://issuer.test", user], separators=(",", ":"))
+    )
+
+
+def _expired_copy(token: str, shape: Shape, mode: str, user: str | None = None) -> str:
+    """The same state re-minted under the same key and binding, expired 100 seconds ago."""
+    tool = "tools/call:wizard" if shape == "boundary" else None
+    subject = principal(user) if shape == "boundary" else ""
+    state = rs.verify(token, KEYS, mode=mode, subject=subject, tool=tool)
+    now = int(time.time())
+    return rs.encode(state, KEYS, mode=mode, subject=subject, tool=tool, ttl=1, now=now - 101)
+
+
+@everywhere
+async def test_expired_echo_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+    built = build(tier, shape, KEYS, mode)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            with pytest.raises(MCPError) as error:
+                await echo(client, _expired_copy(token, shape, mode))
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_token_past_its_ttl_is_refused_by_an_injected_clock(mode: str) -> None:
+    clock = [float(time.time())]
+    server: MCPServer[Any] = MCPServer("clocked")
+    seen: list[str | None] = []
+
+    @server.tool()
+    async def wizard(ctx: Context, topic: str = "x") -> str | InputRequiredResult:
+        seen.append(ctx.request_state)
+        return InputRequiredResult(request_state="s") if ctx.request_state is None else "done"
+
+    chain = server.middleware
+    index = next(i for i, m in enumerate(chain) if isinstance(m, RequestStateBoundary))
+    chain[index] = Boundary(KEYS, mode=mode, ttl=60, clock=lambda: clock[0])
+    built = Built(server=server, auth=build("lowlevel", "boundary", KEYS, mode).auth, seen=seen)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            clock[0] += 61
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert seen == [None]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_garbage_and_non_string_echoes_are_refused(shape: Shape) -> None:
+    built = build("lowlevel", shape, KEYS, "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            for bogus in ("", "garbage", "v1e.AAAA", "v1." + "A" * 100):
+                with pytest.raises(MCPError) as error:
+                    await echo(client, bogus)
+                assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == []
+
+
+# --- the wire -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tier", "shape"), [(t, s) for t in TIERS for s in SHAPES])
+async def test_encrypted_state_never_appears_on_the_wire(tier: Tier, shape: Shape) -> None:
+    built = build(tier, shape, KEYS, "encrypted")
+    tap = WireTap(InMemoryTransport(built.server))
+
+    async def run() -> str:
+        async with connect(built, tap) as client:
+            return text_of(await client.call_tool("wizard", {"topic": "x"}))
+
+    assert await bounded(run) == "done: first,second"
+    assert len(tap.request_states()) == 4  # two results out, two echoes back
+    assert not tap.reveals(MARKER)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_signed_state_is_readable_on_the_wire(shape: Shape) -> None:
+    # The control for the test above: the detector does find a state the client can read.
+    built = build("lowlevel", shape, KEYS, "signed")
+    tap = WireTap(InMemoryTransport(built.server))
+
+    async def run() -> None:
+        async with connect(built, tap) as client:
+            await client.call_tool("wizard", {"topic": "x"})
+
+    await bounded(run)
+    assert MARKER not in tap.text()
+    assert tap.reveals(MARKER)
+
+
+@pytest.mark.parametrize(("shape", "mode"), [(s, m) for s in SHAPES for m in MODES])
+async def test_refusal_on_the_wire_carries_no_reason(shape: Shape, mode: str) -> None:
+    built = build("mcpserver", shape, KEYS, mode)
+    tap = WireTap(InMemoryTransport(built.server))
+
+    async def run() -> None:
+        async with connect(built, tap) as client:
+            built.auth.subject = "alice"
+            token = await first_round(client)
+            built.auth.subject = "bob"
+            expired = _expired_copy(token, shape, mode, "alice")
+            for bad in (tamper(token), token, expired):
+                with pytest.raises(MCPError):
+                    await echo(client, bad)
+
+    await bounded(run)
+    errors = [frame for frame in tap.frames if '"error"' in frame]
+    assert len(errors) == 3
+    for frame in errors:
+        assert '"code":-32602' in frame
+        assert '"message":"Invalid or expired requestState"' in frame
+        assert '"data":{"reason":"invalid_request_state"}' in frame
+        assert not leaks_reason(frame)
+        assert "alice" not in frame
+        assert "bob" not in frame
+
+
+async def test_refusal_reason_goes_to_the_server_log(caplog: pytest.LogCaptureFixture) -> None:
+    built = build("lowlevel", "boundary", KEYS, "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            with pytest.raises(MCPError):
+                await echo(client, tamper(token))
+
+    with caplog.at_level(logging.WARNING, logger="requeststate.mcp"):
+        await bounded(run)
+    refusals = [r.getMessage() for r in caplog.records if r.name == "requeststate.mcp"]
+    assert refusals == ["requestState refused on tools/call: bad_signature"]
+
+
+# --- re-elicit ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tier", TIERS)
+async def test_reelicit_hands_the_handler_no_state_and_asks_again(tier: Tier) -> None:
+    built = build(tier, "boundary", KEYS, "encrypted", on_invalid="reelicit")
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            built.auth.subject = "alice"
+            token = await first_round(client)
+            built.auth.subject = "bob"
+            return await echo(client, token)
+
+    again = await bounded(run)
+    assert isinstance(again, InputRequiredResult)
+    assert again.input_requests is not None
+    assert list(again.input_requests) == ["q1"]
+    assert built.seen == [None, None]
+
+
+async def test_reelicit_flow_completes_after_a_refused_echo() -> None:
+    built = build("mcpserver", "boundary", KEYS, "encrypted", on_invalid="reelicit")
+
+    async def run() -> str:
+        async with connect(built) as client:
+            token = await first_round(client)
+            again = await echo(client, tamper(token))
+            assert isinstance(again, InputRequiredResult)
+            assert again.request_state is not None
+            second = await echo(client, again.request_state)
+            assert isinstance(second, InputRequiredResult)
+            assert second.request_state is not None
+            final = await client.session.call_tool(
+                "wizard",
+                {"topic": "x"},
+                allow_input_required=True,
+                request_state=second.request_state,
+                input_responses=replies(2),
+            )
+            assert isinstance(final, CallToolResult)
+            return text_of(final)
+
+    assert await bounded(run) == "done: a1,a2"
+
+
+# --- single-use tokens ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_guard_refuses_a_second_redemption(shape: Shape) -> None:
+    built = build("mcpserver", shape, KEYS, "encrypted", guard=rs.MemoryGuard())
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            assert isinstance(await echo(client, token), InputRequiredResult)
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert len(plaintext_seen(built)) == 1
+
+
+# --- fail closed on our own side ------------------------------------------------------------------------
+
+
+async def test_failing_subject_source_refuses_to_seal() -> None:
+    def broken(ctx: Any) -> str | None:
+        raise RuntimeError("identity provider down")
+
+    built = build("lowlevel", "boundary", KEYS, "encrypted", subject=broken)
+    tap = WireTap(InMemoryTransport(built.server))
+
+    async def run() -> None:
+        async with connect(built, tap) as client:
+            with pytest.raises(MCPError) as error:
+                await client.session.call_tool("wizard", {"topic": "x"}, allow_input_required=True)
+            assert error.value.error.code == INTERNAL_ERROR
+
+    await bounded(run)
+    assert not tap.reveals(MARKER)
+    assert "identity provider down" not in tap.text()
+
+
+async def test_failing_subject_source_refuses_the_echo() -> None:
+    calls = [0]
+
+    def flaky(ctx: Any) -> str | None:
+        calls[0] += 1
+        if calls[0] > 1:
+            raise RuntimeError("identity provider down")
+        return "alice"
+
+    built = build("lowlevel", "boundary", KEYS, "encrypted", subject=flaky)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == [None]
+
+
+# --- installation ---------------------------------------------------------------------------------------
+
+
+def test_protect_replaces_the_sdk_boundary_in_place() -> None:
+    server: MCPServer[Any] = MCPServer("svc")
+    before = [type(m).__name__ for m in server.middleware]
+    boundary = protect(server, KEYS)
+    after = [type(m).__name__ for m in server.middleware]
+    assert before.index("RequestStateBoundary") == after.index("Boundary")
+    assert "RequestStateBoundary" not in after
+    assert server.middleware[after.index("Boundary")] is boundary
+
+
+def test_protect_puts_the_boundary_after_telemetry_on_the_lowlevel_server() -> None:
+    server: Server[Any] = Server("svc")
+    protect(server, KEYS)
+    assert [type(m).__name__ for m in server.middleware] == ["OpenTelemetryMiddleware", "Boundary"]
+
+
+def test_use_codec_installs_the_sdk_boundary_on_the_lowlevel_server() -> None:
+    server: Server[Any] = Server("svc")
+    use_codec(server, KEYS)
+    assert [type(m).__name__ for m in server.middleware] == [
+        "OpenTelemetryMiddleware",
+        "RequestStateBoundary",
+    ]
+
+
+def test_protect_twice_is_refused() -> None:
+    server: MCPServer[Any] = MCPServer("svc")
+    protect(server, KEYS)
+    with pytest.raises(ValueError, match="already protected"):
+        protect(server, KEYS)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"on_invalid": "ignore"}, ValueError),
+        ({"bind": "everything"}, ValueError),
+        ({"mode": "rot13"}, ValueError),
+        ({"mode": ()}, ValueError),
+        ({"ttl": 0}, ValueError),
+        ({"ttl": True}, ValueError),
+    ],
+)
+def test_protect_refuses_bad_configuration(options: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        protect(MCPServer("svc"), KEYS, **options)
+
+
+def test_protect_refuses_a_str_key() -> None:
+    with pytest.raises(TypeError):
+        protect(MCPServer("svc"), "not-bytes-not-a-ring")  # type: ignore[arg-type]
+
+
+def test_protect_refuses_a_non_server() -> None:
+    with pytest.raises(TypeError):
+        protect(object(), KEYS)  # type: ignore[arg-type]
+
+
+def test_protect_accepts_a_raw_secret() -> None:
+    assert not protect(MCPServer("svc"), SECRET).keys.is_ephemeral
+
+
+def test_repr_shows_no_key_bytes() -> None:
+    text = repr(protect(MCPServer("svc"), SECRET)) + repr(SDKCodec(SECRET))
+    assert SECRET.hex() not in text
+    assert repr(SECRET) not in text
+
+
+def test_ephemeral_keys_warn_at_install(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="requeststate.mcp"):
+        protect(MCPServer("svc"), rs.KeyRing.ephemeral())
+    assert any("ephemeral" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_shared_keys_do_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="requeststate.mcp"):
+        protect(MCPServer("svc"), KEYS)
+        use_codec(Server("svc"), KEYS)
+    assert [r for r in caplog.records if r.name == "requeststate.mcp"] == []
+
+
+# --- the codec seam -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_codec_round_trips_the_sdk_envelope(mode: str) -> None:
+    codec = SDKCodec(KEYS, mode=mode)
+    assert codec.unseal(codec.seal(b'{"v":1,"s":"x"}')) == b'{"v":1,"s":"x"}'
+
+
+def test_codec_refusal_carries_only_a_reason_code() -> None:
+    codec = SDKCodec(KEYS)
+    with pytest.raises(InvalidRequestState) as error:
+        codec.unseal(tamper(codec.seal(b'{"v":1,"s":"' + MARKER.encode() + b'"}')))
+    assert str(error.value) in REASONS
+    assert error.value.__cause__ is None
+
+
+def test_codec_refuses_a_token_of_another_key() -> None:
+    token = SDKCodec(OTHER_SECRET).seal(b"{}")
+    with pytest.raises(InvalidRequestState):
+        SDKCodec(KEYS).unseal(token)
+
+
+# --- HTTP, with real bearer authentication on loopback --------------------------------------------------
+
+
+class StaticVerifier:
+    async def verify_token(self, token: str) -> AccessToken | None:
+        subject = {"tok-alice": "alice", "tok-bob": "bob"}.get(token)
+        if subject is None:
+            return None
+        return AccessToken(
+            token=token, client_id="cli", scopes=["mcp"], subject=subject, claims={"iss": "https://as.test"}
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def http_server(keys: rs.KeyRing) -> AsyncIterator[tuple[str, list[str | None]]]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    seen: list[str | None] = []
+    server: MCPServer[Any] = MCPServer(
+        "httpsvc",
+        token_verifier=StaticVerifier(),
+        auth=AuthSettings(
+            issuer_url=AnyHttpUrl("https://as.test"),
+            resource_server_url=AnyHttpUrl(url),
+            validate_token_resource=False,
+        ),
+    )
+
+    @server.tool()
+    async def wizard(ctx: Context, topic: str = "x") -> str | InputRequiredResult:
+        seen.append(ctx.request_state)
+        return InputRequiredResult(request_state=MARKER) if ctx.request_state is None else "done"
+
+    protect(server, keys)
+    config = uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="error")
+    web = uvicorn.Server(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(web.serve)
+        while not web.started:
+            await anyio.sleep(0.02)
+        try:
+            yield url, seen
+        finally:
+            web.should_exit = True
+
+
+@asynccontextmanager
+async def http_client(url: str, bearer: str) -> AsyncIterator[Client]:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {bearer}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
+
+
+async def test_http_echo_from_another_bearer_is_refused() -> None:
+    async def run() -> list[str | None]:
+        async with http_server(KEYS) as (url, seen):
+            async with http_client(url, "tok-alice") as alice:
+                assert text_of(await alice.call_tool("wizard", {"topic": "x"})) == "done"
+                token = await first_round(alice)
+            async with http_client(url, "tok-bob") as bob:
+                with pytest.raises(MCPError) as error:
+                    await echo(bob, token)
+                assert_frozen(error)
+            return seen
+
+    assert await bounded(run) == [None, MARKER, None]
+
+
+async def test_ephemeral_keys_warn_on_the_first_http_request(caplog: pytest.LogCaptureFixture) -> None:
+    async def run() -> None:
+        async with http_server(rs.KeyRing.ephemeral()) as (url, _), http_client(url, "tok-alice") as alice:
+            caplog.clear()
+            await first_round(alice)
+            await first_round(alice)
+
+    with caplog.at_level(logging.WARNING, logger="requeststate.mcp"):
+        await bounded(run)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "requeststate.mcp"]
+    assert len(warnings) == 1
+    assert "ephemeral" in warnings[0]
+    assert "HTTP" in warnings[0]
+
+
+# --- stdio subprocesses: the real transport, and several instances sharing a key ------------------------
+
+
+def stdio_params(
+    mode: str, *, secret: bytes = SECRET, shape: Shape = "boundary", tier: Tier = "mcpserver"
+) -> Any:
+    env = {
+        "REQUESTSTATE_KEYS": _b64(secret),
+        "RS_TEST_TIER": tier,
+        "RS_TEST_SHAPE": shape,
+        "RS_TEST_MODE": mode,
+        "PYTHONPATH": str(ROOT),
+    }
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "tests.mcp_stdio_server"], env=env, cwd=ROOT
+    )
+
+
+@pytest.mark.parametrize(("tier", "mode"), [("mcpserver", "signed"), ("lowlevel", "encrypted")])
+async def test_stdio_full_flow_completes(tier: Tier, mode: str) -> None:
+    async def run() -> str:
+        async with Client(stdio_params(mode, tier=tier), elicitation_callback=answer) as client:
+            return text_of(await client.call_tool("wizard", {"topic": "x"}))
+
+    assert await bounded(run) == "done: first,second"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_stdio_encrypted_state_never_appears_on_the_wire(shape: Shape) -> None:
+    tap = WireTap(stdio_client(stdio_params("encrypted", shape=shape)))
+
+    async def run() -> str:
+        async with Client(tap, elicitation_callback=answer) as client:
+            return text_of(await client.call_tool("wizard", {"topic": "x"}))
+
+    assert await bounded(run) == "done: first,second"
+    assert len(tap.request_states()) == 4
+    assert not tap.reveals(MARKER)
+
+
+async def test_stdio_tampered_echo_is_refused() -> None:
+    tap = WireTap(stdio_client(stdio_params("encrypted")))
+
+    async def run() -> None:
+        async with Client(tap, elicitation_callback=answer) as client:
+            token = await first_round(client)
+            with pytest.raises(MCPError) as error:
+                await echo(client, tamper(token))
+            assert_frozen(error)
+
+    await bounded(run)
+    assert not leaks_reason(tap.text())
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(mode: str) -> None:
+    # What another instance (or an mcp.d server with the same secret) would hand out for round 1.
+    token = rs.encode(
+        f'{{"step":1,"marker":"{MARKER}","answers":[]}}', KEYS, mode=mode, tool="tools/call:wizard"
+    )
+
+    async def run() -> Any:
+        async with Client(stdio_params(mode), elicitation_callback=answer) as client:
+            return await echo(client, token)
+
+    second = await bounded(run)
+    assert isinstance(second, InputRequiredResult)
+    assert second.input_requests is not None
+    assert list(second.input_requests) == ["q2"]
+
+
+async def mint_in_this_process(shape: Shape) -> str:
+    """Round 1 from an instance of the server in this process, under ``SECRET``."""
+    async with connect(build("mcpserver", shape, KEYS, "encrypted")) as here:
+        return await first_round(here)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_token_from_one_instance_completes_on_another(shape: Shape) -> None:
+    async def run() -> str:
+        token = await mint_in_this_process(shape)
+        async with Client(stdio_params("encrypted", shape=shape), elicitation_callback=answer) as there:
+            after = await echo(there, token)
+            assert isinstance(after, InputRequiredResult)
+            assert after.request_state is not None
+            final = await there.session.call_tool(
+                "wizard",
+                {"topic": "x"},
+                allow_input_required=True,
+                request_state=after.request_state,
+                input_responses=replies(2),
+            )
+            assert isinstance(final, CallToolResult)
+            return text_of(final)
+
+    assert await bounded(run) == "done: a1,a2"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_token_is_refused_by_an_instance_with_another_key(shape: Shape) -> None:
+    async def run() -> None:
+        token = await mint_in_this_process(shape)
+        params = stdio_params("encrypted", shape=shape, secret=OTHER_SECRET)
+        async with Client(params, elicitation_callback=answer) as stranger:
+            with pytest.raises(MCPError) as error:
+                await echo(stranger, token)
+            assert_frozen(error)
+
+    await bounded(run)
+
+
+# --- the example ----------------------------------------------------------------------------------------
+
+
+async def test_example_booking_server_completes_over_stdio() -> None:
+    async def guest(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        if "date" in params.message.lower():
+            return ElicitResult(action="accept", content={"date": "2026-12-01"})
+        return ElicitResult(action="accept", content={"party": 4})
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(ROOT / "examples" / "booking_server.py")],
+        env={"REQUESTSTATE_KEYS": _b64(SECRET), "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+    )
+    tap = WireTap(stdio_client(params))
+
+    async def run() -> str:
+        async with Client(tap, elicitation_callback=guest) as client:
+            return text_of(await client.call_tool("book_table", {"restaurant": "Chez Ada"}))
+
+    outcome = await bounded(run)
+    assert outcome.startswith("Booked a table for 4 at Chez Ada on 2026-12-01")
+    assert not tap.reveals("hold-")
+
+
+# --- the middleware alone ---------------------------------------------------------------------------------
+
+
+def bare_context(params: dict[str, Any]) -> ServerRequestContext[Any, Any]:
+    return ServerRequestContext(
+        session=cast(Any, None),
+        lifespan_context={},
+        protocol_version="2026-07-28",
+        method="tools/call",
+        params=params,
+    )
+
+
+def returning(result: HandlerResult) -> CallNext:
+    async def call_next(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        return result
+
+    return call_next
+
+
+async def test_boundary_seals_a_result_model() -> None:
+    sealed = await Boundary(KEYS)(
+        bare_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s"))
+    )
+    assert isinstance(sealed, InputRequiredResult)
+    assert rs.verify(sealed.request_state, KEYS, mode="encrypted", tool="tools/call:wizard") == "s"
+
+
+async def test_boundary_refuses_to_seal_a_non_string_state() -> None:
+    odd = {"resultType": "input_required", "requestState": 5}
+    with pytest.raises(MCPError) as error:
+        await Boundary(KEYS)(bare_context({"name": "wizard"}), returning(odd))
+    assert error.value.error.code == INTERNAL_ERROR
+
+
+async def test_boundary_refuses_to_seal_for_a_non_string_subject() -> None:
+    boundary = Boundary(KEYS, subject=lambda ctx: cast(Any, 42))
+    with pytest.raises(MCPError) as error:
+        await boundary(bare_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s")))
+    assert error.value.error.code == INTERNAL_ERROR
+
+
+async def test_boundary_refuses_to_seal_without_a_tool_name() -> None:
+    with pytest.raises(MCPError) as error:
+        await Boundary(KEYS)(bare_context({}), returning(InputRequiredResult(request_state="s")))
+    assert error.value.error.code == INTERNAL_ERROR
+
+
+async def test_reelicit_drops_the_echo_when_the_subject_source_fails() -> None:
+    def broken(ctx: Any) -> str | None:
+        raise RuntimeError("identity provider down")
+
+    handed: list[Any] = []
+
+    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        handed.append(dict(ctx.params or {}))
+        return {"content": [], "resultType": "complete"}
+
+    token = rs.encode("s", KEYS, mode="encrypted", tool="tools/call:wizard")
+    params = {"name": "wizard", "requestState": token, "inputResponses": {"q1": {}}}
+    await Boundary(KEYS, on_invalid="reelicit", subject=broken)(bare_context(params), handler)
+    assert handed == [{"name": "wizard"}]
+
+
+def test_request_target_needs_a_string_name() -> None:
+    with pytest.raises(ValueError, match=r"params\.name"):
+        request_target("tools/call", {"name": 7})
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "target"),
+    [
+        ("tools/call", {"name": "book"}, "tools/call:book"),
+        ("prompts/get", {"name": "book"}, "prompts/get:book"),
+        ("resources/read", {"uri": "res://a", "name": "x"}, "resources/read:res://a"),
+    ],
+)
+def test_request_target_names_the_method_and_the_target(
+    method: str, params: dict[str, Any], target: str
+) -> None:
+    assert request_target(method, params) == target
