@@ -1,11 +1,16 @@
-"""The thin adapter: ``decode`` is ``verify`` with every refusal turned into ``None``."""
+"""The thin adapter: ``decode`` is ``verify`` with every refusal turned into ``None``.
+
+Both are adapters over one strict check (``_codec._verified`` and its guard
+claim), which returns the reason for a refusal instead of raising it: ``verify``
+raises ``InvalidToken(reason)``, ``decode`` returns ``None``, and a refused
+token costs ``decode`` no exception at all.
+"""
 
 from __future__ import annotations
 
 from typing import Any, TypeVar, overload
 
-from ._codec import DEFAULT_MAX_TOKEN_BYTES, Keys, Modes, averify, verify
-from ._errors import InvalidToken
+from ._codec import DEFAULT_MAX_TOKEN_BYTES, Keys, Modes, _verified, achecked, checked
 from ._guard import AsyncGuard, Guard
 
 __all__ = ["adecode", "decode"]
@@ -64,21 +69,8 @@ def decode(
     configuration argument (keys, mode, leeway, type, guard) raises. Use
     ``verify`` where the log should say why a token was refused.
     """
-    try:
-        return verify(
-            token,
-            keys,
-            mode=mode,
-            subject=subject,
-            tool=tool,
-            leeway=leeway,
-            now=now,
-            type=type,
-            max_token_bytes=max_token_bytes,
-            guard=guard,
-        )
-    except InvalidToken:
-        return None
+    verified = _verified(token, keys, mode, subject, tool, leeway, now, type, max_token_bytes)
+    return checked(verified, guard, leeway)[0]
 
 
 @overload
@@ -126,18 +118,5 @@ async def adecode(
     guard: AsyncGuard | Guard | None = None,
 ) -> Any:
     """``decode`` for asyncio servers: awaits an async guard; ``None`` for every refusal."""
-    try:
-        return await averify(
-            token,
-            keys,
-            mode=mode,
-            subject=subject,
-            tool=tool,
-            leeway=leeway,
-            now=now,
-            type=type,
-            max_token_bytes=max_token_bytes,
-            guard=guard,
-        )
-    except InvalidToken:
-        return None
+    verified = _verified(token, keys, mode, subject, tool, leeway, now, type, max_token_bytes)
+    return (await achecked(verified, guard, leeway))[0]

@@ -64,7 +64,7 @@ class WireMode(Protocol):
     def seal(self, payload: bytes, key: SubKeys, bind_tag: str, nonce: bytes) -> str: ...
     def open(
         self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]
-    ) -> tuple[bytes, str]: ...
+    ) -> tuple[bytes, str] | Reason: ...
 
 
 _WIRE: Final[dict[str, WireMode]] = {Mode.SIGNED: SIGNED, Mode.ENCRYPTED: ENCRYPTED, Mode.XCHACHA: XCHACHA}
@@ -219,52 +219,102 @@ def _verified(
     now: int | None,
     state_type: Any,
     max_token_bytes: int,
-) -> tuple[Any, Payload, int]:
-    """Every check but the replay guard: the state, its payload, and the time checked at."""
+) -> Verified:
+    """Every check but the replay guard: (state, payload, time checked at), or why not.
+
+    The one strict check behind ``verify``, ``decode`` and their async twins. It
+    returns the reason rather than raising it, so a refusal costs no more than
+    an acceptance: the attacker chooses how many of them we pay for.
+    """
     ring = _key_ring(keys)
     allowed = _verify_plan(mode, leeway, max_token_bytes)
     moment = _now(now)
     if not isinstance(token, str):
-        raise InvalidToken(Reason.MALFORMED)
+        return Reason.MALFORMED
     if len(token) > max_token_bytes:
-        raise InvalidToken(Reason.TOO_LARGE)
+        return Reason.TOO_LARGE
     dot = token.find(".", 0, _VERSION_MAX_CHARS)
     wire = _WIRE_BY_VERSION.get(token[:dot]) if dot > 0 else None
     if wire is None:
-        raise InvalidToken(Reason.MALFORMED)
+        return Reason.MALFORMED
     if wire not in allowed:
-        raise InvalidToken(Reason.WRONG_MODE)
+        return Reason.WRONG_MODE
     try:
         bind_tags = ring.bind_tags(subject, tool)
     except ValueError:
-        raise InvalidToken(Reason.WRONG_BINDING) from None
-    authenticated, bind_tag = wire.open(token, ring.subkeys, bind_tags)
+        return Reason.WRONG_BINDING
+    opened = wire.open(token, ring.subkeys, bind_tags)
+    # Test for the success type: an exact match is isinstance's fast path, while
+    # isinstance(x, Reason) always pays for the Enum metaclass's __instancecheck__ lookup.
+    if not isinstance(opened, tuple):
+        return opened
+    authenticated, bind_tag = opened
     payload = parse_payload(authenticated)
-    check_claims(payload, bind_tag, moment, leeway)
+    if not isinstance(payload, Payload):
+        return payload
+    refused = check_claims(payload, bind_tag, moment, leeway)
+    if refused is not None:
+        return refused
     if state_type is None:
         return payload.s, payload, moment
     try:
         return _state_decoder(state_type).decode(payload.s), payload, moment
     except (msgspec.DecodeError, RecursionError):
-        raise InvalidToken(Reason.WRONG_TYPE) from None
+        return Reason.WRONG_TYPE
 
 
-def _claim_args(payload: Payload, leeway: int, moment: int) -> tuple[str, int, int]:
-    if payload.id is None:
-        # Tokens from other writers (mcp.d) carry no id: they cannot be made single-use.
-        raise InvalidToken(Reason.MALFORMED)
-    return payload.id, payload.exp + leeway, moment
-
-
-def _settle_claim(claimed: object) -> None:
+def _claim_reason(claimed: object) -> Reason | None:
     if claimed is True:
-        return
+        return None
     if claimed is False:
-        raise InvalidToken(Reason.REPLAYED)
+        return Reason.REPLAYED
     if inspect.iscoroutine(claimed):
         claimed.close()
         raise TypeError("an async guard needs averify() or adecode()")
     raise TypeError(f"Guard.claim must return a bool, not {claimed.__class__.__name__}")
+
+
+def _claim(guard: Guard, payload: Payload, leeway: int, moment: int) -> Reason | None:
+    # Tokens from other writers (mcp.d) carry no id: they cannot be made single-use.
+    if payload.id is None:
+        return Reason.MALFORMED
+    try:
+        return _claim_reason(guard.claim(payload.id, payload.exp + leeway, moment))
+    except GuardUnavailable:
+        return Reason.GUARD_UNAVAILABLE
+
+
+async def _aclaim(guard: AsyncGuard | Guard, payload: Payload, leeway: int, moment: int) -> Reason | None:
+    if payload.id is None:
+        return Reason.MALFORMED
+    try:
+        claimed = guard.claim(payload.id, payload.exp + leeway, moment)
+        return _claim_reason(await claimed if inspect.isawaitable(claimed) else claimed)
+    except GuardUnavailable:
+        return Reason.GUARD_UNAVAILABLE
+
+
+Verified: TypeAlias = "tuple[Any, Payload, int] | Reason"
+
+
+def checked(verified: Verified, guard: Guard | None, leeway: int) -> tuple[Any, Reason | None]:
+    """``(state, None)`` for a token that passed every check and its guard's claim, else ``(None, why)``."""
+    if not isinstance(verified, tuple):
+        return None, verified
+    value, payload, moment = verified
+    refused = None if guard is None else _claim(guard, payload, leeway, moment)
+    return (value, None) if refused is None else (None, refused)
+
+
+async def achecked(
+    verified: Verified, guard: AsyncGuard | Guard | None, leeway: int
+) -> tuple[Any, Reason | None]:
+    """``checked``, awaiting an async guard's claim."""
+    if not isinstance(verified, tuple):
+        return None, verified
+    value, payload, moment = verified
+    refused = None if guard is None else await _aclaim(guard, payload, leeway, moment)
+    return (value, None) if refused is None else (None, refused)
 
 
 @overload
@@ -337,12 +387,10 @@ def verify(
         TypeError, ValueError: a bad argument other than the token and the
             identity (an invalid subject or tool is a refusal, not an error).
     """
-    value, payload, moment = _verified(token, keys, mode, subject, tool, leeway, now, type, max_token_bytes)
-    if guard is not None:
-        try:
-            _settle_claim(guard.claim(*_claim_args(payload, leeway, moment)))
-        except GuardUnavailable:
-            raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
+    verified = _verified(token, keys, mode, subject, tool, leeway, now, type, max_token_bytes)
+    value, refused = checked(verified, guard, leeway)
+    if refused is not None:
+        raise InvalidToken(refused)
     return value
 
 
@@ -396,11 +444,8 @@ async def averify(
     claim, a network round trip for ``AsyncRedisGuard``, is awaited. A sync
     ``Guard`` works here too.
     """
-    value, payload, moment = _verified(token, keys, mode, subject, tool, leeway, now, type, max_token_bytes)
-    if guard is not None:
-        try:
-            claimed = guard.claim(*_claim_args(payload, leeway, moment))
-            _settle_claim(await claimed if inspect.isawaitable(claimed) else claimed)
-        except GuardUnavailable:
-            raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
+    verified = _verified(token, keys, mode, subject, tool, leeway, now, type, max_token_bytes)
+    value, refused = await achecked(verified, guard, leeway)
+    if refused is not None:
+        raise InvalidToken(refused)
     return value

@@ -9,86 +9,75 @@ another identity fails the tag check before any plaintext exists.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, final
+from operator import attrgetter
+from typing import Final, Protocol, final
 
 from cryptography.exceptions import InvalidTag
-from nacl.bindings import (
-    crypto_aead_xchacha20poly1305_ietf_decrypt,
-    crypto_aead_xchacha20poly1305_ietf_encrypt,
-)
 from nacl.exceptions import CryptoError
 
 from ._base64 import b64decode, b64encode
-from ._errors import InvalidToken, Reason
+from ._errors import Reason
 from ._keys import SubKeys
 
 __all__ = ["ENCRYPTED", "XCHACHA", "AeadMode"]
 
 _TAG_BYTES: Final = 16
+# What each AEAD raises for a tag that does not verify.
+_TAG_FAILURES: Final = (InvalidTag, CryptoError)
 
-Encrypt = Callable[[SubKeys, bytes, bytes, bytes], bytes]
-"""``(key, nonce, payload, aad) -> ciphertext || tag``."""
-Decrypt = Callable[[SubKeys, bytes, bytes, bytes], "bytes | None"]
-"""``(key, nonce, ciphertext || tag, aad) -> payload``, or ``None`` when the tag fails."""
+
+class Aead(Protocol):
+    """The shape of ``AESGCM`` and ``XChaCha20Poly1305``."""
+
+    def encrypt(self, nonce: bytes, data: bytes, associated_data: bytes, /) -> bytes: ...
+    def decrypt(self, nonce: bytes, data: bytes, associated_data: bytes, /) -> bytes: ...
 
 
 @final
 class AeadMode:
-    """``prefix + B64(nonce || ciphertext || tag)`` under one AEAD."""
+    """``prefix + B64(nonce || ciphertext || tag)`` under the AEAD ``cipher(key)`` returns."""
 
-    __slots__ = ("_decrypt", "_encrypt", "nonce_bytes", "prefix")
+    __slots__ = ("_cipher", "_counts_nonces", "nonce_bytes", "prefix")
 
-    def __init__(self, prefix: str, nonce_bytes: int, encrypt: Encrypt, decrypt: Decrypt) -> None:
+    def __init__(
+        self, prefix: str, nonce_bytes: int, cipher: Callable[[SubKeys], Aead], *, counts_nonces: bool
+    ) -> None:
         self.prefix: Final = prefix
         self.nonce_bytes: Final = nonce_bytes
-        self._encrypt = encrypt
-        self._decrypt = decrypt
+        self._cipher: Final = cipher
+        # Random 96-bit nonces allow 2^32 seals per key; longer nonces need no count.
+        self._counts_nonces: Final = counts_nonces
 
     def seal(self, payload: bytes, key: SubKeys, bind_tag: str, nonce: bytes) -> str:
-        """Encrypt ``payload`` under ``nonce``, which must never repeat under a key."""
-        sealed = self._encrypt(key, nonce, payload, bind_tag.encode("ascii"))
+        """Encrypt ``payload`` under ``nonce``, which must never repeat under a key.
+
+        Raises ``KeyBudgetExhausted`` when a counted key has sealed its limit.
+        """
+        if self._counts_nonces:
+            count = next(key.aesgcm_count)
+            if count >= key.aesgcm_warn_at:  # the common case stays one comparison
+                key.check_aesgcm_budget(count)
+        sealed = self._cipher(key).encrypt(nonce, payload, bind_tag.encode("ascii"))
         return f"{self.prefix}{b64encode(nonce + sealed)}"
 
-    def open(self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]) -> tuple[bytes, str]:
-        """The decrypted payload and the bind tag it was authenticated under."""
+    def open(
+        self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]
+    ) -> tuple[bytes, str] | Reason:
+        """The decrypted payload and the bind tag it was authenticated under, or why not."""
         blob = b64decode(token[len(self.prefix) :])
         if blob is None or len(blob) < self.nonce_bytes + _TAG_BYTES:
-            raise InvalidToken(Reason.MALFORMED)
+            return Reason.MALFORMED
         nonce, sealed = blob[: self.nonce_bytes], blob[self.nonce_bytes :]
         for key, bind_tag in zip(keys, bind_tags, strict=True):
-            payload = self._decrypt(key, nonce, sealed, bind_tag.encode("ascii"))
-            if payload is not None:
-                return payload, bind_tag
-        raise InvalidToken(Reason.BAD_SIGNATURE)
+            try:
+                return self._cipher(key).decrypt(nonce, sealed, bind_tag.encode("ascii")), bind_tag
+            except _TAG_FAILURES:
+                continue
+        return Reason.BAD_SIGNATURE
 
     def __repr__(self) -> str:
         return f"AeadMode({self.prefix!r})"
 
 
-def _aesgcm_encrypt(key: SubKeys, nonce: bytes, payload: bytes, aad: bytes) -> bytes:
-    count = next(key.aesgcm_count)
-    if count >= key.aesgcm_warn_at:  # the common case stays one comparison
-        key.check_aesgcm_budget(count)
-    return key.aesgcm.encrypt(nonce, payload, aad)
-
-
-def _aesgcm_decrypt(key: SubKeys, nonce: bytes, sealed: bytes, aad: bytes) -> bytes | None:
-    try:
-        return key.aesgcm.decrypt(nonce, sealed, aad)
-    except InvalidTag:
-        return None
-
-
-def _xchacha_encrypt(key: SubKeys, nonce: bytes, payload: bytes, aad: bytes) -> bytes:
-    return crypto_aead_xchacha20poly1305_ietf_encrypt(payload, aad, nonce, key.xchacha_key)
-
-
-def _xchacha_decrypt(key: SubKeys, nonce: bytes, sealed: bytes, aad: bytes) -> bytes | None:
-    try:
-        return crypto_aead_xchacha20poly1305_ietf_decrypt(sealed, aad, nonce, key.xchacha_key)
-    except CryptoError:
-        return None
-
-
-ENCRYPTED: Final = AeadMode("v1e.", 12, _aesgcm_encrypt, _aesgcm_decrypt)
-XCHACHA: Final = AeadMode("v1x.", 24, _xchacha_encrypt, _xchacha_decrypt)
+ENCRYPTED: Final = AeadMode("v1e.", 12, attrgetter("aesgcm"), counts_nonces=True)
+XCHACHA: Final = AeadMode("v1x.", 24, attrgetter("xchacha"), counts_nonces=False)

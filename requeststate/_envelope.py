@@ -8,7 +8,7 @@ from typing import Annotated, Final
 
 import msgspec
 
-from ._errors import InvalidToken, Reason
+from ._errors import Reason
 
 __all__ = ["INT64_MAX", "INT64_MIN", "Payload", "build_payload", "check_claims", "parse_payload"]
 
@@ -46,7 +46,7 @@ def build_payload(state: str, exp: int, bind_tag: str, token_id: str | None = No
         raise ValueError("state must be valid Unicode (no lone surrogates)") from None
 
 
-def parse_payload(authenticated: bytes) -> Payload:
+def parse_payload(authenticated: bytes) -> Payload | Reason:
     """Parse payload bytes whose MAC or AEAD tag has already verified.
 
     Strict: a UTF-8 JSON object with ``s`` a string, ``exp`` a signed 64-bit
@@ -57,12 +57,12 @@ def parse_payload(authenticated: bytes) -> Payload:
         payload = _decode_payload(authenticated)
     # ValueError: bytes that are not UTF-8; RecursionError: nesting deeper than msgspec follows.
     except (msgspec.DecodeError, ValueError, RecursionError):
-        raise InvalidToken(Reason.MALFORMED) from None
+        return Reason.MALFORMED
     # msgspec keeps the last of two equal member names. Bytes that re-encode
     # exactly (every token we mint) cannot hold a duplicate; anything else is
     # scanned in full.
     if _encode_payload(payload) != authenticated and _has_duplicate_member(authenticated):
-        raise InvalidToken(Reason.MALFORMED)
+        return Reason.MALFORMED
     return payload
 
 
@@ -81,21 +81,17 @@ def _has_duplicate_member(document: bytes) -> bool:
     return found
 
 
-_LOWER_HEX: Final = frozenset("0123456789abcdef")
-
-
-def check_claims(payload: Payload, bind_tag: str, now: int, leeway: int) -> None:
-    """Refuse an expired payload, then one bound to another identity.
+def check_claims(payload: Payload, bind_tag: str, now: int, leeway: int) -> Reason | None:
+    """Why an authentic payload is refused (expired, then bound elsewhere), or ``None``.
 
     ``bind_tag`` is 64 lowercase hex, so a ``b`` outside that alphabet can never
     match it; which of the two refusals it is matters only to the log.
     """
     if now > payload.exp + leeway:
-        raise InvalidToken(Reason.EXPIRED)
+        return Reason.EXPIRED
     try:
-        bound = hmac.compare_digest(payload.b, bind_tag)
+        if hmac.compare_digest(payload.b, bind_tag):
+            return None
     except TypeError:  # compare_digest takes only ASCII str; b is not even hex
-        bound = False
-    if not bound:
-        well_formed = _LOWER_HEX.issuperset(payload.b)
-        raise InvalidToken(Reason.WRONG_BINDING if well_formed else Reason.MALFORMED)
+        return Reason.MALFORMED
+    return Reason.MALFORMED if payload.b.strip("0123456789abcdef") else Reason.WRONG_BINDING

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ._base64 import b64decode
 from ._errors import KeyBudgetExhausted
+from ._xchacha import XChaCha20Poly1305
 
 __all__ = [
     "AESGCM_NONCE_LIMIT",
@@ -82,7 +83,7 @@ class SubKeys:
         "aesgcm_count",
         "aesgcm_warn_at",
         "fingerprint",
-        "xchacha_key",
+        "xchacha",
     )
 
     def __init__(self, secret: bytes, aesgcm_limit: int, aesgcm_warn_at: int) -> None:
@@ -90,7 +91,7 @@ class SubKeys:
         # Keyed once; every MAC copies this state instead of re-keying.
         self._mac: Final = HMAC(mac_key, SHA256())
         self.aesgcm: Final = AESGCM(derive_subkey(secret, _ENC_INFO))
-        self.xchacha_key: Final = derive_subkey(secret, _XCHACHA_INFO)
+        self.xchacha: Final = XChaCha20Poly1305(derive_subkey(secret, _XCHACHA_INFO))
         # A one-way, labelled digest of a subkey: it names the key in a repr or a
         # log without revealing anything that verifies or mints a token.
         self.fingerprint: Final = hashlib.sha256(_FINGERPRINT_LABEL + mac_key).hexdigest()[:8]

@@ -6,7 +6,7 @@ import hmac
 from typing import Final, final
 
 from ._base64 import b64decode, b64encode
-from ._errors import InvalidToken, Reason
+from ._errors import Reason
 from ._keys import SubKeys
 
 __all__ = ["SIGNED"]
@@ -23,22 +23,23 @@ class SignedMode:
 
     def seal(self, payload: bytes, key: SubKeys, bind_tag: str, nonce: bytes) -> str:
         """Sign ``payload``; the bind tag is inside it, and no nonce is used."""
-        mac = key.mac(payload)
-        return f"{self.prefix}{b64encode(payload)}.{b64encode(mac)}"
+        return f"{self.prefix}{b64encode(payload)}.{b64encode(key.mac(payload))}"
 
-    def open(self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]) -> tuple[bytes, str]:
-        """The authenticated payload and the bind tag of the key that signed it."""
+    def open(
+        self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]
+    ) -> tuple[bytes, str] | Reason:
+        """The authenticated payload and the bind tag of the key that signed it, or why not."""
         parts = token.split(".")
         if len(parts) != 3:
-            raise InvalidToken(Reason.MALFORMED)
+            return Reason.MALFORMED
         payload = b64decode(parts[1])
         mac = b64decode(parts[2])
         if payload is None or mac is None or len(mac) != _MAC_BYTES:
-            raise InvalidToken(Reason.MALFORMED)
+            return Reason.MALFORMED
         for key, bind_tag in zip(keys, bind_tags, strict=True):
             if hmac.compare_digest(key.mac(payload), mac):
                 return payload, bind_tag
-        raise InvalidToken(Reason.BAD_SIGNATURE)
+        return Reason.BAD_SIGNATURE
 
 
 SIGNED: Final = SignedMode()

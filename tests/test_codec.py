@@ -620,3 +620,14 @@ def test_budget_counts_only_the_minting_key() -> None:
         mint(ring, rs.Mode.ENCRYPTED)
     rotated = rs.KeyRing(OTHER_SECRET, SECRET, aesgcm_limit=2)
     mint(rotated, rs.Mode.ENCRYPTED)
+
+
+def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) -> None:
+    tag = ring.bind_tags("alice", "book")[0]
+    token = ref.signed_token(SECRET, ref.payload("state", NOW, tag))  # as mcp.d writes it
+    coroutine = rs.averify(
+        token, ring, mode="signed", subject="alice", tool="book", now=NOW, guard=AsyncMemoryGuard()
+    )
+    with pytest.raises(rs.InvalidToken) as caught:
+        asyncio.run(coroutine)
+    assert caught.value.reason is rs.Reason.MALFORMED

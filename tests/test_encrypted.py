@@ -51,10 +51,8 @@ def test_open_returns_payload_and_the_tag_it_was_sealed_under(aead: AeadMode) ->
     assert aead.open(token, ring.subkeys, (TAG, old_tag)) == (PAYLOAD, old_tag)
 
 
-def open_reason(aead: AeadMode, token: str, ring: rs.KeyRing, tag: str = TAG) -> rs.Reason:
-    with pytest.raises(rs.InvalidToken) as caught:
-        aead.open(token, ring.subkeys, (tag,))
-    return caught.value.reason
+def open_reason(aead: AeadMode, token: str, ring: rs.KeyRing, tag: str = TAG) -> object:
+    return aead.open(token, ring.subkeys, (tag,))
 
 
 @pytest.mark.parametrize("part", ["first nonce byte", "last nonce byte", "ciphertext", "tag"])

@@ -46,7 +46,7 @@ def test_parse_accepts_members_in_any_order_and_extra_members() -> None:
 
 @pytest.mark.parametrize("exp", [INT64_MIN, INT64_MAX])
 def test_parse_accepts_the_int64_bounds(exp: int) -> None:
-    assert parse_payload(payload_bytes(s="", exp=exp, b=TAG)).exp == exp
+    assert parse_payload(payload_bytes(s="", exp=exp, b=TAG)) == Payload("", exp, TAG)
 
 
 @pytest.mark.parametrize(
@@ -59,16 +59,13 @@ def test_parse_accepts_the_int64_bounds(exp: int) -> None:
     ids=["top level", "nested in an extra member", "spelled with an escape"],
 )
 def test_parse_refuses_duplicate_member_names(raw: bytes) -> None:
-    with pytest.raises(rs.InvalidToken) as caught:
-        parse_payload(raw)
-    assert caught.value.reason is rs.Reason.MALFORMED
+    assert parse_payload(raw) is rs.Reason.MALFORMED
 
 
 def test_parse_refuses_nesting_too_deep_to_follow() -> None:
     deep = b"[" * 5000 + b"]" * 5000
     raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":' + deep + b"}"
-    with pytest.raises(rs.InvalidToken):
-        parse_payload(raw)
+    assert parse_payload(raw) is rs.Reason.MALFORMED
 
 
 @pytest.mark.parametrize("document", [b"[" * 5000 + b"]" * 5000, b"{", b"\xff"])
@@ -95,46 +92,33 @@ def test_duplicate_scan_passes_distinct_names() -> None:
     ids=["empty", "null", "array", "truncated UTF-8", "encoded surrogate", "BOM", "NaN", "leading zero"],
 )
 def test_parse_refuses_what_is_not_a_strict_utf8_json_object(raw: bytes) -> None:
-    with pytest.raises(rs.InvalidToken) as caught:
-        parse_payload(raw)
-    assert caught.value.reason is rs.Reason.MALFORMED
+    assert parse_payload(raw) is rs.Reason.MALFORMED
 
 
 def test_claims_valid_through_the_second_of_exp() -> None:
-    check_claims(Payload("x", 100, TAG), TAG, now=100, leeway=0)
+    assert check_claims(Payload("x", 100, TAG), TAG, now=100, leeway=0) is None
 
 
 def test_claims_expired_the_second_after_exp() -> None:
-    with pytest.raises(rs.InvalidToken) as caught:
-        check_claims(Payload("x", 100, TAG), TAG, now=101, leeway=0)
-    assert caught.value.reason is rs.Reason.EXPIRED
+    assert check_claims(Payload("x", 100, TAG), TAG, now=101, leeway=0) is rs.Reason.EXPIRED
 
 
 def test_claims_leeway_extends_expiry() -> None:
-    check_claims(Payload("x", 100, TAG), TAG, now=105, leeway=5)
-    with pytest.raises(rs.InvalidToken):
-        check_claims(Payload("x", 100, TAG), TAG, now=106, leeway=5)
+    assert check_claims(Payload("x", 100, TAG), TAG, now=105, leeway=5) is None
+    assert check_claims(Payload("x", 100, TAG), TAG, now=106, leeway=5) is rs.Reason.EXPIRED
 
 
 def test_claims_refuse_another_bind_tag() -> None:
-    with pytest.raises(rs.InvalidToken) as caught:
-        check_claims(Payload("x", 100, TAG), "f" * 64, now=0, leeway=0)
-    assert caught.value.reason is rs.Reason.WRONG_BINDING
+    assert check_claims(Payload("x", 100, TAG), "f" * 64, now=0, leeway=0) is rs.Reason.WRONG_BINDING
 
 
 def test_claims_check_expiry_before_binding() -> None:
-    with pytest.raises(rs.InvalidToken) as caught:
-        check_claims(Payload("x", 100, TAG), "f" * 64, now=101, leeway=0)
-    assert caught.value.reason is rs.Reason.EXPIRED
+    assert check_claims(Payload("x", 100, TAG), "f" * 64, now=101, leeway=0) is rs.Reason.EXPIRED
 
 
 def test_claims_refuse_a_non_hex_b_as_malformed() -> None:
-    with pytest.raises(rs.InvalidToken) as caught:
-        check_claims(Payload("x", 100, "G" * 64), TAG, now=0, leeway=0)
-    assert caught.value.reason is rs.Reason.MALFORMED
+    assert check_claims(Payload("x", 100, "G" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
 
 
 def test_claims_refuse_a_non_ascii_b_without_raising_anything_else() -> None:
-    with pytest.raises(rs.InvalidToken) as caught:
-        check_claims(Payload("x", 100, "é" * 64), TAG, now=0, leeway=0)
-    assert caught.value.reason is rs.Reason.MALFORMED
+    assert check_claims(Payload("x", 100, "é" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED

@@ -6,6 +6,7 @@ import pickle
 import threading
 
 import pytest
+from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
 
 import requeststate as rs
 from requeststate._keys import bind_input, derive_subkey
@@ -183,7 +184,15 @@ def test_aesgcm_warn_share_out_of_range_is_refused(share: object) -> None:
 
 
 def test_subkeys_follow_our_xchacha_label() -> None:
-    assert rs.KeyRing(SECRET).subkeys[0].xchacha_key == ref.xchacha_key(SECRET)
+    nonce = bytes(24)
+    sealed = rs.KeyRing(SECRET).subkeys[0].xchacha.encrypt(nonce, b"data", b"aad")
+    assert (
+        crypto_aead_xchacha20poly1305_ietf_decrypt(sealed, b"aad", nonce, ref.xchacha_key(SECRET)) == b"data"
+    )
+
+
+def test_xchacha_cipher_repr_shows_no_key() -> None:
+    assert repr(rs.KeyRing(SECRET).subkeys[0].xchacha) == "XChaCha20Poly1305(<key>)"
 
 
 ENV_NAME = "REQUESTSTATE_KEYS"

@@ -28,10 +28,8 @@ def test_open_returns_payload_and_the_signing_keys_tag() -> None:
     assert SIGNED.open(token, ring.subkeys, ("tag-new", "tag-old")) == (PAYLOAD, "tag-old")
 
 
-def open_reason(token: str, ring: rs.KeyRing) -> rs.Reason:
-    with pytest.raises(rs.InvalidToken) as caught:
-        SIGNED.open(token, ring.subkeys, ring.bind_tags("", None))
-    return caught.value.reason
+def open_reason(token: str, ring: rs.KeyRing) -> object:
+    return SIGNED.open(token, ring.subkeys, ring.bind_tags("", None))
 
 
 def test_payload_tampered_is_a_bad_signature(ring: rs.KeyRing) -> None:

@@ -1,0 +1,125 @@
+"""Smoke test of the benchmark harness: tiny counts, output structure only, never a timed assertion."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import requeststate as rs
+from benchmarks import __main__ as cli
+from benchmarks.cases import codec_cases, make_state
+from benchmarks.multicore import measure_scaling
+from benchmarks.peers import Peer, build_peer
+from benchmarks.report import judge, render, to_json, write_chart
+from benchmarks.run import Results, Settings, run
+
+TINY = Settings(
+    quick=True,
+    rounds=2,
+    sample_seconds=0.0001,
+    memory_calls=50,
+    multicore_seconds=0.05,
+    multicore_repeats=1,
+    sizes=(64, 1024),
+    peers=False,
+    multicore=False,
+)
+
+
+@pytest.fixture(scope="module")
+def results() -> Results:
+    return run(TINY)
+
+
+def test_every_mode_is_measured_with_its_floor_and_refusals(results: Results) -> None:
+    assert results.modes == [mode.value for mode in rs.Mode]
+    for mode in results.modes:
+        for size in TINY.sizes:
+            for op in (
+                "encode",
+                "decode",
+                "decode tampered",
+                "decode wrong subject",
+                "decode expired",
+                "round",
+            ):
+                timing = results.timing(mode, op, size)
+                assert timing is not None, (mode, op, size)
+                assert 0 < timing.best_us <= timing.median_us
+        assert results.timing(mode, "decode oversized", 64) is not None
+        assert results.timing(mode, "decode oversized", 1024) is None
+    assert results.timing("signed", "encode floor", 64) is not None
+    assert results.timing("encrypted", "decode floor", 1024) is not None
+
+
+def test_report_and_json_have_every_section(results: Results) -> None:
+    targets = judge(results)
+    assert {target.status for target in targets} <= {"PASS", "FAIL", "SKIP"}
+    skipped = {target.name for target in targets if target.status == "SKIP"}
+    assert "multi-core scaling" in skipped
+    assert any("mcp SDK" in name for name in skipped)
+    document = json.loads(json.dumps(to_json(results, targets)))
+    assert set(document) == {
+        "schema",
+        "seconds",
+        "settings",
+        "machine",
+        "versions",
+        "modes",
+        "peers",
+        "definitions",
+        "timings",
+        "memory",
+        "scaling",
+        "targets",
+    }
+    assert document["peers"] == []
+    assert document["scaling"] is None
+    assert {"codec", "op", "size", "best_us", "median_us", "ops_per_s"} <= set(document["timings"][0])
+    assert {"mode", "op", "calls", "growth_bytes", "peak_bytes"} <= set(document["memory"][0])
+    text = render(results, targets)
+    for heading in ("against the floor", "Refused tokens", "Per round", "Memory", "Targets", "Definitions"):
+        assert heading in text
+
+
+def test_refusal_cases_are_refusals() -> None:
+    ring = rs.KeyRing(bytes(range(32)))
+    for mode in rs.Mode:
+        cases = codec_cases(make_state(64), ring, mode, oversized=True)
+        assert all(
+            cases[name]() is None for name in cases if name.startswith("decode ") and "floor" not in name
+        )
+
+
+def test_a_missing_peer_is_not_installed_rather_than_a_crash() -> None:
+    def unreachable(state: str) -> Callable[[], object]:
+        raise AssertionError("a missing peer is never built")
+
+    assert build_peer(Peer("nothing", "no-such-distribution-xyz", unreachable), "{}") is None
+
+
+def test_scaling_runs_worker_processes() -> None:
+    scaling = measure_scaling(0.05, processes=1)
+    assert scaling.processes == 1
+    assert scaling.single_rounds_per_s > 0
+    assert scaling.all_rounds_per_s > 0
+
+
+def test_cli_writes_the_results(results: Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "run", lambda settings, progress: results)
+    monkeypatch.setattr(cli, "write_chart", lambda results, path: False)
+    assert cli.main(["--quick", "--out", str(tmp_path)]) == 0
+    document = json.loads((tmp_path / "quick.json").read_text(encoding="utf-8"))
+    assert document["settings"]["quick"] is True
+    assert "### Targets" in (tmp_path / "quick.md").read_text(encoding="utf-8")
+    failed = any(target["status"] == "FAIL" for target in document["targets"])
+    assert cli.main(["--quick", "--strict", "--out", str(tmp_path)]) == int(failed)
+
+
+def test_chart(results: Results, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    assert write_chart(results, tmp_path / "chart.png")
+    assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
