@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck unit clean
+.PHONY: demo test bench bench-quick clean
 
 demo: $(VENV)/.installed
 	$(PY) -m requeststate demo
@@ -15,6 +15,14 @@ test: $(VENV)/.installed-dev
 	$(PY) -m mypy
 	$(PY) -m pytest --cov --cov-report=term
 
+bench: $(VENV)/.installed-bench
+	sh scripts/redis-test-server.sh
+	$(PY) -m benchmarks
+
+bench-quick: $(VENV)/.installed-bench
+	sh scripts/redis-test-server.sh
+	$(PY) -m benchmarks --quick
+
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -22,6 +30,10 @@ $(VENV)/bin/python:
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e .
 	touch $@
+
+$(VENV)/.installed-bench: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@ $(VENV)/.installed-dev $(VENV)/.installed
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[dev]'
