@@ -132,6 +132,26 @@ def _verify_plan(modes: Modes, leeway: int, max_token_bytes: int) -> frozenset[W
 _encode_state: Final = msgspec.json.Encoder().encode
 
 
+def check_options(
+    keys: Keys, /, *, mode: Modes, ttl: int, leeway: int, max_token_bytes: int
+) -> tuple[KeyRing, tuple[Mode, ...]]:
+    """Check now what ``encode`` and ``verify`` would check on every call, for setup code.
+
+    Integrations that take their options once (a server boundary) fail at
+    construction, through the same checks. Returns the key ring and the modes
+    in order (an integration mints with the first and accepts all).
+
+    Raises:
+        TypeError, ValueError: as ``encode`` and ``verify`` would.
+    """
+    ring = _key_ring(keys)
+    listed = mode if isinstance(mode, tuple) else (mode,)
+    _verify_plan(listed, leeway, max_token_bytes)
+    if listed:
+        _encode_plan(listed[0], ttl, max_token_bytes)
+    return ring, tuple(map(Mode, listed))
+
+
 @lru_cache(maxsize=64)
 def _state_decoder(state_type: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(state_type)

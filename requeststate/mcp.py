@@ -56,6 +56,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.methods import INPUT_REQUIRED_METHODS, is_input_required
 
 import requeststate as rs
+from requeststate._codec import check_options
 
 __all__ = [
     "INVALID_MESSAGE",
@@ -101,32 +102,6 @@ def request_target(method: str, params: Mapping[str, Any] | None) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{method} has no string params.{field} to bind requestState to")
     return f"{method}:{value}"
-
-
-def _key_ring(keys: object) -> rs.KeyRing:
-    if isinstance(keys, rs.KeyRing):
-        return keys
-    if isinstance(keys, bytes):
-        return rs.KeyRing(keys)
-    raise TypeError(f"keys must be a requeststate.KeyRing or bytes, not {type(keys).__name__}")
-
-
-def _modes(mode: rs.Mode | str | tuple[rs.Mode | str, ...]) -> tuple[rs.Mode, ...]:
-    # The first mode mints; every mode listed is accepted (a migration lists two).
-    listed = mode if isinstance(mode, tuple) else (mode,)
-    if not listed:
-        raise ValueError("mode must name at least one requeststate.Mode")
-    try:
-        return tuple(rs.Mode(m) for m in listed)
-    except ValueError:
-        choices = ", ".join(repr(m.value) for m in rs.Mode)
-        raise ValueError(f"mode must be a Mode or one of {choices}, got {mode!r}") from None
-
-
-def _check_ttl(ttl: object) -> int:
-    if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 1:
-        raise ValueError(f"ttl must be a positive int (seconds), got {ttl!r}")
-    return ttl
 
 
 def _warn_if_ephemeral(ring: rs.KeyRing) -> None:
@@ -220,9 +195,10 @@ class Boundary:
             raise ValueError(f"bind must be one of {_BINDINGS}, got {bind!r}")
         if not callable(subject):
             raise TypeError("subject must be a callable taking the request context")
-        self._keys = _key_ring(keys)
-        self._modes = _modes(mode)
-        self._ttl = _check_ttl(ttl)
+        self._keys, self._modes = check_options(
+            keys, mode=mode, ttl=ttl, leeway=leeway, max_token_bytes=max_token_bytes
+        )
+        self._ttl = ttl
         self._on_invalid = on_invalid
         self._bind = bind
         self._subject = subject
@@ -418,9 +394,10 @@ class SDKCodec:
         max_token_bytes: int = rs.DEFAULT_MAX_TOKEN_BYTES,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        self._keys = _key_ring(keys)
-        self._modes = _modes(mode)
-        self._ttl = _check_ttl(ttl)
+        self._keys, self._modes = check_options(
+            keys, mode=mode, ttl=ttl, leeway=0, max_token_bytes=max_token_bytes
+        )
+        self._ttl = ttl
         self._guard = guard
         self._max_token_bytes = max_token_bytes
         self._clock = clock

@@ -614,7 +614,8 @@ def test_protect_twice_is_refused() -> None:
         ({"mode": "rot13"}, ValueError),
         ({"mode": ()}, ValueError),
         ({"ttl": 0}, ValueError),
-        ({"ttl": True}, ValueError),
+        ({"ttl": True}, TypeError),
+        ({"leeway": -1}, ValueError),
     ],
 )
 def test_protect_refuses_bad_configuration(options: dict[str, Any], error: type[Exception]) -> None:
