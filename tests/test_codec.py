@@ -11,7 +11,7 @@ import pytest
 
 import requeststate as rs
 from requeststate._base64 import b64decode
-from requeststate._codec import _encode
+from requeststate._codec import _encode, check_options
 from tests import reference as ref
 from tests.conftest import ALL_MODES, NOW, OTHER_SECRET, SECRET
 
@@ -631,3 +631,45 @@ def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) 
     with pytest.raises(rs.InvalidToken) as caught:
         asyncio.run(coroutine)
     assert caught.value.reason is rs.Reason.MALFORMED
+
+
+# --- options checked once, for setup code --------------------------------------------
+
+
+def test_check_options_returns_the_ring_and_the_modes_in_order(ring: rs.KeyRing) -> None:
+    checked_ring, modes = check_options(
+        ring, mode=("encrypted", rs.Mode.SIGNED), ttl=60, leeway=0, max_token_bytes=100
+    )
+    assert checked_ring is ring
+    assert modes == (rs.Mode.ENCRYPTED, rs.Mode.SIGNED)
+
+
+def test_check_options_derives_a_raw_secret_once() -> None:
+    first, _ = check_options(SECRET, mode="signed", ttl=60, leeway=0, max_token_bytes=100)
+    second, _ = check_options(SECRET, mode="signed", ttl=60, leeway=0, max_token_bytes=100)
+    assert first is second
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"mode": "rot13"}, ValueError),
+        ({"mode": ()}, ValueError),
+        ({"ttl": 0}, ValueError),
+        ({"ttl": True}, TypeError),
+        ({"leeway": -1}, ValueError),
+        ({"max_token_bytes": 0}, ValueError),
+    ],
+)
+def test_check_options_refuses_what_encode_or_verify_would(
+    ring: rs.KeyRing, options: dict[str, object], error: type[Exception]
+) -> None:
+    arguments: dict[str, object] = {
+        "mode": "signed",
+        "ttl": 60,
+        "leeway": 0,
+        "max_token_bytes": 100,
+        **options,
+    }
+    with pytest.raises(error):
+        check_options(ring, **arguments)  # type: ignore[arg-type]
