@@ -146,9 +146,8 @@ def check_options(
     """
     ring = _key_ring(keys)
     listed = mode if isinstance(mode, tuple) else (mode,)
-    _verify_plan(listed, leeway, max_token_bytes)
-    if listed:
-        _encode_plan(listed[0], ttl, max_token_bytes)
+    _verify_plan(listed, leeway, max_token_bytes)  # refuses an empty tuple of modes
+    _encode_plan(listed[0], ttl, max_token_bytes)
     return ring, tuple(map(Mode, listed))
 
 
