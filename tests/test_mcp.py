@@ -616,6 +616,7 @@ def test_protect_twice_is_refused() -> None:
         ({"ttl": 0}, ValueError),
         ({"ttl": True}, TypeError),
         ({"leeway": -1}, ValueError),
+        ({"subject": "alice"}, TypeError),
     ],
 )
 def test_protect_refuses_bad_configuration(options: dict[str, Any], error: type[Exception]) -> None:
