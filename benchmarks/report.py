@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from .cases import OVERSIZED_TOKEN_CHARS, size_label
+from .guards import STATE_SIZE, GuardResults
 from .run import Results, Timing
 
 __all__ = ["DEFINITIONS", "Target", "judge", "render", "to_json", "write_chart"]
@@ -40,6 +41,12 @@ DEFINITIONS: Final = (
     "scaling = summed rounds/s of all processes / rounds/s of one process alone.",
     "Memory: tracemalloc after warm-up; growth = traced bytes left after N calls and a full collection; "
     "peak = the most one call needed beyond what was allocated before it.",
+    "Replay guard cost: decode (or adecode, awaited one call at a time) of a fresh valid token per call, "
+    "minted before the clock starts, 64 B state; each sample a batch of decodes, GC off, the cases of a "
+    "group interleaved. Added = guarded minus unguarded time of the same call, best - best and "
+    "median - median. Redis: a loopback redis-server the run starts without persistence (SET NX EXAT "
+    "per claim, one round trip). Memory per held id: traced bytes a MemoryGuard keeps after decode "
+    "claimed N fresh tokens (dict and heap entries, the id string), divided by N.",
 )
 
 Status = Literal["PASS", "FAIL", "SKIP"]
@@ -188,7 +195,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 
 
 def _is_number(cell: str) -> bool:
-    return cell == "-" or cell.rstrip("x").replace(",", "").replace(".", "", 1).isdigit()
+    return cell == "-" or cell.lstrip("+-").rstrip("x").replace(",", "").replace(".", "", 1).isdigit()
 
 
 def _us(timing: Timing | None) -> str:
@@ -294,6 +301,54 @@ def _memory_table(results: Results) -> str:
     return _table(["mode", "op", "calls", "growth B", "B/call", "peak B/call"], rows)
 
 
+def _added(value: float | None, baseline: bool) -> str:
+    return "-" if value is None or baseline else f"{value:+.2f}"
+
+
+def _guard_table(guards: GuardResults) -> str:
+    rows = []
+    for row in guards.rows:
+        if row.unavailable is not None or row.best_us is None or row.median_us is None:
+            rows.append([row.mode, row.path, row.guard, "-", "-", "-", "-", "not available"])
+            continue
+        baseline = row.guard == "none"
+        note = "baseline" if baseline else ""
+        if row.refused:
+            note = f"{row.refused} of {row.batch * row.samples} refused (claim timed out)"
+        rows.append(
+            [
+                row.mode,
+                row.path,
+                row.guard,
+                f"{row.best_us:.2f}",
+                f"{row.median_us:.2f}",
+                _added(row.added_best_us, baseline),
+                _added(row.added_median_us, baseline),
+                note,
+            ]
+        )
+    headers = ["mode", "call", "guard", "best µs", "median µs", "added best", "added median", "note"]
+    return _table(headers, rows)
+
+
+def _guard_section(guards: GuardResults) -> list[str]:
+    lines = [
+        f"### Replay guard cost ({size_label(STATE_SIZE)} state, a fresh valid token per call, µs per call)",
+        "",
+        f"Redis: {guards.redis}. {guards.rounds} samples of {guards.batch} decodes per case.",
+        "",
+        _guard_table(guards),
+    ]
+    memory = guards.memory
+    if memory is not None:
+        lines += [
+            "",
+            f"MemoryGuard memory: {memory.bytes_per_id:.0f} B per held id "
+            f"({memory.ids:,} ids held: {memory.retained_bytes / 2**20:.1f} MiB traced).",
+        ]
+    return lines
+
+
 def _busy_warning(results: Results) -> list[str]:
     # A load above half the cores means other work shared the CPU with every sample.
     loads = [results.machine.get(key, "n/a") for key in ("load average at start", "load average at end")]
@@ -339,6 +394,10 @@ def render(results: Results, targets: Sequence[Target]) -> str:
         f"### Memory ({size_label(smallest)} state, tracemalloc)",
         "",
         _memory_table(results),
+    ]
+    if results.guards is not None:
+        parts += ["", *_guard_section(results.guards)]
+    parts += [
         "",
         "### Targets",
         "",
@@ -351,8 +410,23 @@ def render(results: Results, targets: Sequence[Target]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _guards_json(guards: GuardResults | None) -> dict[str, Any] | None:
+    if guards is None:
+        return None
+    memory = guards.memory
+    return {
+        "rounds": guards.rounds,
+        "batch": guards.batch,
+        "redis": guards.redis,
+        "rows": [dataclasses.asdict(row) for row in guards.rows],
+        "memory": None
+        if memory is None
+        else {**dataclasses.asdict(memory), "bytes_per_id": memory.bytes_per_id},
+    }
+
+
 def to_json(results: Results, targets: Sequence[Target]) -> dict[str, Any]:
-    """The run as plain JSON data: settings, machine, versions, every timing, memory, scaling, targets."""
+    """The run as plain JSON data: settings, machine, versions, timings, memory, scaling, guards, targets."""
     scaling = results.scaling
     return {
         "schema": 1,
@@ -374,6 +448,7 @@ def to_json(results: Results, targets: Sequence[Target]) -> dict[str, Any]:
             for row in results.memory
         ],
         "scaling": None if scaling is None else {**dataclasses.asdict(scaling), "factor": scaling.factor},
+        "guards": _guards_json(results.guards),
         "targets": [dataclasses.asdict(target) for target in targets],
     }
 

@@ -14,6 +14,7 @@ from cryptography.hazmat.backends.openssl import backend as openssl
 import requeststate as rs
 
 from .cases import SIZES, codec_cases, make_state, round_trip
+from .guards import GuardResults, measure_guards
 from .memory import MemoryUse, measure_memory
 from .multicore import Scaling, available_cores, measure_scaling
 from .peers import PEERS, build_peer
@@ -22,6 +23,7 @@ from .timing import Stats, measure_interleaved
 __all__ = ["MemoryRow", "Results", "Settings", "Timing", "run"]
 
 _CORE_DISTRIBUTIONS = ("requeststate", "cryptography", "msgspec", "PyNaCl")
+_GUARD_DISTRIBUTIONS = ("redis",)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,16 @@ class Settings:
     sizes: tuple[int, ...] = SIZES
     peers: bool = True
     multicore: bool = True
+    guards: bool = True
+    """Time the replay guards (``guards.py``)."""
+    guard_redis: bool = True
+    """Include Redis in the guard measurements (a loopback redis-server the run starts and stops)."""
+    guard_rounds: int = 120
+    """Samples of each guard case, taken in interleaved rounds."""
+    guard_batch: int = 50
+    """Decodes of fresh tokens per guard sample."""
+    guard_memory_ids: int = 100_000
+    """Ids a ``MemoryGuard`` holds when its memory is traced (its default capacity)."""
 
     @classmethod
     def full(cls) -> Settings:
@@ -55,6 +67,9 @@ class Settings:
             memory_calls=100_000,
             multicore_seconds=3.0,
             multicore_repeats=2,
+            guard_rounds=120,
+            guard_batch=50,
+            guard_memory_ids=100_000,
         )
 
     @classmethod
@@ -67,6 +82,9 @@ class Settings:
             memory_calls=10_000,
             multicore_seconds=0.75,
             multicore_repeats=1,
+            guard_rounds=30,
+            guard_batch=50,
+            guard_memory_ids=20_000,
         )
 
 
@@ -117,6 +135,8 @@ class Results:
     timings: list[Timing] = field(default_factory=list)
     memory: list[MemoryRow] = field(default_factory=list)
     scaling: Scaling | None = None
+    guards: GuardResults | None = None
+    """The replay guards' added cost, if measured."""
     seconds: float = 0.0
 
     def timing(self, codec: str, op: str, size: int) -> Timing | None:
@@ -166,7 +186,12 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda line: None)
         settings=settings,
         machine=_machine(),
         versions={
-            name: _version(name) for name in (*_CORE_DISTRIBUTIONS, *(peer.distribution for peer in PEERS))
+            name: _version(name)
+            for name in (
+                *_CORE_DISTRIBUTIONS,
+                *(peer.distribution for peer in PEERS),
+                *_GUARD_DISTRIBUTIONS,
+            )
         },
         modes=[mode.value for mode in rs.Mode],
     )
@@ -198,6 +223,14 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda line: None)
             MemoryRow(mode.value, op, measure_memory(cases[op], settings.memory_calls))
             for op in ("encode", "decode")
         ]
+    if settings.guards:
+        results.guards = measure_guards(
+            rounds=settings.guard_rounds,
+            batch=settings.guard_batch,
+            memory_ids=settings.guard_memory_ids,
+            redis=settings.guard_redis,
+            progress=progress,
+        )
     if settings.multicore:
         progress(f"throughput: 1 process, then {available_cores()}, {settings.multicore_seconds} s each")
         results.scaling = measure_scaling(settings.multicore_seconds, repeats=settings.multicore_repeats)

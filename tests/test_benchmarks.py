@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +13,7 @@ import pytest
 
 import requeststate as rs
 from benchmarks import __main__ as cli
+from benchmarks import guards
 from benchmarks.cases import codec_cases, make_state
 from benchmarks.multicore import measure_scaling
 from benchmarks.peers import Peer, build_peer
@@ -26,6 +30,10 @@ TINY = Settings(
     sizes=(64, 1024),
     peers=False,
     multicore=False,
+    guard_redis=False,
+    guard_rounds=2,
+    guard_batch=3,
+    guard_memory_ids=50,
 )
 
 
@@ -74,14 +82,28 @@ def test_report_and_json_have_every_section(results: Results) -> None:
         "timings",
         "memory",
         "scaling",
+        "guards",
         "targets",
     }
     assert document["peers"] == []
     assert document["scaling"] is None
     assert {"codec", "op", "size", "best_us", "median_us", "ops_per_s"} <= set(document["timings"][0])
     assert {"mode", "op", "calls", "growth_bytes", "peak_bytes"} <= set(document["memory"][0])
+    assert {"rounds", "batch", "redis", "rows", "memory"} <= set(document["guards"])
+    assert {"mode", "path", "guard", "best_us", "added_best_us", "unavailable"} <= set(
+        document["guards"]["rows"][0]
+    )
+    assert document["guards"]["memory"]["ids"] == TINY.guard_memory_ids
     text = render(results, targets)
-    for heading in ("against the floor", "Refused tokens", "Per round", "Memory", "Targets", "Definitions"):
+    for heading in (
+        "against the floor",
+        "Refused tokens",
+        "Per round",
+        "Memory",
+        "Replay guard cost",
+        "Targets",
+        "Definitions",
+    ):
         assert heading in text
 
 
@@ -123,3 +145,70 @@ def test_chart(results: Results, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     assert write_chart(results, tmp_path / "chart.png")
     assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
+
+
+def _check_local_guard_rows(measured: guards.GuardResults, modes: tuple[str, ...]) -> None:
+    for mode in modes:
+        for guard in (guards.NONE, guards.MEMORY):
+            row = measured.row(mode, guards.SYNC, guard)
+            assert row is not None, (mode, guard)
+            assert row.unavailable is None
+            assert row.best_us is not None
+            assert row.median_us is not None
+            assert 0 < row.best_us <= row.median_us
+            assert row.samples == measured.rounds
+            assert row.refused == 0
+        baseline = measured.row(mode, guards.SYNC, guards.NONE)
+        assert baseline is not None
+        assert baseline.added_best_us == 0.0
+
+
+def test_guards_memory_guard_only(results: Results) -> None:
+    measured = results.guards
+    assert measured is not None
+    _check_local_guard_rows(measured, guards.GUARD_MODES)
+    assert measured.redis.startswith("not measured")
+    for mode in guards.GUARD_MODES:
+        for path, guard in ((guards.SYNC, guards.REDIS), (guards.ASYNC, guards.ASYNC_REDIS)):
+            row = measured.row(mode, path, guard)
+            assert row is not None
+            assert row.unavailable is not None
+            assert row.best_us is None
+    assert measured.memory is not None
+    assert measured.memory.ids == TINY.guard_memory_ids
+    assert measured.memory.bytes_per_id > 0
+    assert "not available" in render(results, judge(results))
+
+
+@pytest.mark.parametrize("missing", ["package", "server"])
+def test_guards_without_redis_report_it_not_available(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if missing == "package":
+        monkeypatch.setitem(sys.modules, "redis", None)  # import redis raises ImportError
+    else:
+        monkeypatch.setattr(shutil, "which", lambda name: None)
+    measured = guards.measure_guards(rounds=1, batch=2, memory_ids=10, modes=("encrypted",))
+    assert measured.redis.startswith("not available: ")
+    assert ("package" if missing == "package" else "redis-server") in measured.redis
+    _check_local_guard_rows(measured, ("encrypted",))
+    assert all(row.unavailable == measured.redis for row in measured.rows if "Redis" in row.guard)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("redis") is None or shutil.which("redis-server") is None,
+    reason="needs the redis package and a redis-server on PATH",
+)
+def test_guards_on_a_loopback_redis() -> None:
+    measured = guards.measure_guards(rounds=2, batch=3, memory_ids=10, modes=("signed",))
+    assert measured.redis.startswith("redis-server "), measured.redis
+    _check_local_guard_rows(measured, ("signed",))
+    for path, guard in (
+        (guards.SYNC, guards.REDIS),
+        (guards.ASYNC, guards.NONE),
+        (guards.ASYNC, guards.ASYNC_REDIS),
+    ):
+        row = measured.row("signed", path, guard)
+        assert row is not None, (path, guard)
+        assert row.unavailable is None, (path, guard)
+        assert row.best_us is not None
+        assert row.best_us > 0
+        assert row.samples == 2

@@ -1,0 +1,486 @@
+"""The replay guard's added cost: ``decode`` of a fresh valid token with no guard, a ``MemoryGuard``, Redis.
+
+A guard refuses a replay, so every timed ``decode`` gets a token never seen
+before: all tokens are minted before the clock starts. One sample decodes a
+batch of fresh tokens in a loop (the garbage collector off, as ``timeit``
+does); the cases of a group take one sample each per round, in rotating order,
+as ``timing.measure_interleaved`` does. The groups, per mode (64 B state):
+
+- sync: ``rs.decode`` with ``guard=None``, a ``MemoryGuard``, and a ``RedisGuard``;
+- async: ``await rs.adecode`` one call at a time, with ``guard=None`` and an
+  ``AsyncRedisGuard``, in one event loop.
+
+The added cost of a guard is its time minus the unguarded time of the same
+group: best minus best, and median minus median. Redis is a throwaway
+``redis-server`` this module starts on a free loopback port (no persistence)
+and stops; with no ``redis`` package, no ``redis-server`` on ``PATH``, or one
+that does not start, the Redis rows say why they were not measured.
+
+Memory per held id: ``tracemalloc`` of what a ``MemoryGuard`` keeps after
+``decode`` claimed N fresh tokens (the tokens themselves were allocated before
+tracing): its dict entry, heap entry and the 32-character id string it keeps alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import requeststate as rs
+
+from .cases import SUBJECT, TOOL, TTL, make_state
+
+__all__ = [
+    "GUARD_MODES",
+    "GuardMemory",
+    "GuardResults",
+    "GuardRow",
+    "measure_guard_memory",
+    "measure_guards",
+    "running_redis",
+]
+
+GUARD_MODES: Final = ("encrypted", "signed")
+STATE_SIZE: Final = 64
+NONE: Final = "none"
+MEMORY: Final = "MemoryGuard"
+REDIS: Final = "RedisGuard"
+ASYNC_REDIS: Final = "AsyncRedisGuard"
+SYNC: Final = "decode"
+ASYNC: Final = "adecode"
+
+_MIN_REDIS: Final = (6, 2)  # SET ... EXAT
+_START_SECONDS: Final = 10.0
+_STOP_SECONDS: Final = 5.0
+# Generous: a claim that times out is refused, and a refused claim is not a claim's cost.
+_CLAIM_TIMEOUT: Final = 2.0
+_WARM_UP_TOKENS: Final = 20
+
+
+class RedisUnavailable(Exception):
+    """No Redis to measure against; the message says why."""
+
+
+@dataclass(frozen=True)
+class GuardRow:
+    """µs per ``decode`` (or ``adecode``) of a fresh valid token with one guard, or why it was not timed."""
+
+    mode: str
+    path: str
+    """``decode`` (sync) or ``adecode`` (awaited one call at a time)."""
+    guard: str
+    """``none``, ``MemoryGuard``, ``RedisGuard`` or ``AsyncRedisGuard``."""
+    best_us: float | None = None
+    median_us: float | None = None
+    added_best_us: float | None = None
+    """Best minus the best of the unguarded row of the same mode and path; 0 for that row."""
+    added_median_us: float | None = None
+    batch: int = 0
+    """Decodes per sample, each of a fresh token."""
+    samples: int = 0
+    refused: int = 0
+    """Valid tokens refused during the timed samples (a claim that timed out); 0 when all is well."""
+    unavailable: str | None = None
+    """Why the row was not measured; ``None`` if it was."""
+
+
+@dataclass(frozen=True)
+class GuardMemory:
+    """What a ``MemoryGuard`` keeps for ``ids`` ids claimed by ``decode``."""
+
+    ids: int
+    retained_bytes: int
+
+    @property
+    def bytes_per_id(self) -> float:
+        """Traced bytes the guard keeps per held id."""
+        return self.retained_bytes / self.ids
+
+
+@dataclass
+class GuardResults:
+    """The guard measurements of one run."""
+
+    rounds: int
+    batch: int
+    redis: str
+    """The ``redis-server`` and redis-py measured, or ``not available: <why>``."""
+    rows: list[GuardRow] = field(default_factory=list)
+    memory: GuardMemory | None = None
+
+    def row(self, mode: str, path: str, guard: str) -> GuardRow | None:
+        """The row of one guard, if there is one."""
+        for row in self.rows:
+            if (row.mode, row.path, row.guard) == (mode, path, guard):
+                return row
+        return None
+
+
+# --- a throwaway redis-server ---------------------------------------------------------------------------
+
+
+def _redis_module() -> Any:
+    try:
+        return importlib.import_module("redis")
+    except ImportError as error:
+        raise RedisUnavailable(
+            "the redis package is not installed (pip install 'requeststate[redis]')"
+        ) from error
+
+
+def _free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _answers_ping(redis: Any, url: str) -> bool:
+    client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+    try:
+        return bool(client.ping())
+    except redis.exceptions.RedisError:
+        return False
+    finally:
+        client.close()
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _start(redis: Any, executable: str, directory: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_loopback_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    log = directory / f"redis-{port}.log"
+    args = [executable, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+    args += ["--daemonize", "no", "--dir", str(directory), "--logfile", str(log)]
+    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)  # noqa: S603
+    deadline = time.monotonic() + _START_SECONDS
+    while time.monotonic() < deadline and process.poll() is None:
+        if _answers_ping(redis, url):
+            return process, url
+        time.sleep(0.05)
+    _stop(process)
+    tail = log.read_text(errors="replace")[-300:].strip() if log.exists() else ""
+    raise RedisUnavailable(f"redis-server did not answer PING on {url}" + (f": {tail}" if tail else ""))
+
+
+def _server_version(redis: Any, url: str) -> str:
+    client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+    try:
+        version = str(client.info("server")["redis_version"])
+    finally:
+        client.close()
+    if tuple(int(part) for part in version.split(".")[:2]) < _MIN_REDIS:
+        raise RedisUnavailable(f"redis-server {version} is too old: RedisGuard needs Redis >= 6.2")
+    return version
+
+
+@contextmanager
+def running_redis() -> Iterator[tuple[str, str]]:
+    """Start ``redis-server`` on a free loopback port; yield its URL and version; stop it.
+
+    Raises:
+        RedisUnavailable: no redis package, no ``redis-server`` on ``PATH``, or
+            it did not start (or is older than 6.2).
+    """
+    redis = _redis_module()
+    executable = shutil.which("redis-server")
+    if executable is None:
+        raise RedisUnavailable("redis-server is not on PATH (scripts/redis-test-server.sh installs it)")
+    with tempfile.TemporaryDirectory(prefix="requeststate-bench-redis-") as directory:
+        # Another process may take the free port between the probe and the bind: try again.
+        for attempt in range(3):
+            try:
+                process, url = _start(redis, executable, Path(directory))
+                break
+            except RedisUnavailable:
+                if attempt == 2:
+                    raise
+        try:
+            version = _server_version(redis, url)
+            yield url, version
+        finally:
+            _stop(process)
+
+
+# --- timing ---------------------------------------------------------------------------------------------
+
+Decode = Callable[[str], object]
+AsyncDecode = Callable[[str], Awaitable[object]]
+
+
+@dataclass
+class _Samples:
+    per_call_us: list[float] = field(default_factory=list)
+    refused: int = 0
+
+
+def _mint(state: str, ring: rs.KeyRing, mode: str, count: int) -> list[str]:
+    return [rs.encode(state, ring, mode=mode, subject=SUBJECT, tool=TOOL, ttl=TTL) for _ in range(count)]
+
+
+def _batches(tokens: list[str], batch: int) -> Iterator[list[str]]:
+    return (tokens[start : start + batch] for start in range(0, len(tokens), batch))
+
+
+def _time_batch(decode: Decode, batch: Sequence[str]) -> tuple[float, int]:
+    refused = 0
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        began = time.perf_counter_ns()
+        for token in batch:
+            if decode(token) is None:
+                refused += 1
+        elapsed = time.perf_counter_ns() - began
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return elapsed / len(batch) / 1e3, refused
+
+
+async def _atime_batch(decode: AsyncDecode, batch: Sequence[str]) -> tuple[float, int]:
+    refused = 0
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        began = time.perf_counter_ns()
+        for token in batch:
+            if await decode(token) is None:
+                refused += 1
+        elapsed = time.perf_counter_ns() - began
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return elapsed / len(batch) / 1e3, refused
+
+
+def _check_single_use(name: str, first: object, second: object, state: str, guarded: bool) -> None:
+    # Before timing: a fresh token decodes, and with a guard its replay is refused.
+    if first != state:
+        raise RuntimeError(f"{name}: a fresh valid token was refused")
+    if guarded and second is not None:
+        raise RuntimeError(f"{name}: the guard accepted a replay")
+
+
+def _rows(
+    mode: str, path: str, samples: dict[str, _Samples], batch: int, *, strict: Sequence[str]
+) -> list[GuardRow]:
+    for name in strict:
+        if samples[name].refused:
+            raise RuntimeError(
+                f"{mode} {path} with {name}: {samples[name].refused} valid tokens were refused"
+            )
+    base = samples[NONE].per_call_us
+    base_best, base_median = min(base), statistics.median(base)
+    rows = []
+    for name, one in samples.items():
+        best, median = min(one.per_call_us), statistics.median(one.per_call_us)
+        rows.append(
+            GuardRow(
+                mode,
+                path,
+                name,
+                best,
+                median,
+                best - base_best,
+                median - base_median,
+                batch,
+                len(one.per_call_us),
+                one.refused,
+            )
+        )
+    return rows
+
+
+def _decoder(ring: rs.KeyRing, mode: str, guard: rs.Guard | None) -> Decode:
+    def decode(token: str) -> object:
+        return rs.decode(token, ring, mode=mode, subject=SUBJECT, tool=TOOL, guard=guard)
+
+    return decode
+
+
+def _adecoder(ring: rs.KeyRing, mode: str, guard: rs.AsyncGuard | None) -> AsyncDecode:
+    async def adecode(token: str) -> object:
+        return await rs.adecode(token, ring, mode=mode, subject=SUBJECT, tool=TOOL, guard=guard)
+
+    return adecode
+
+
+def _measure_sync(
+    mode: str, state: str, ring: rs.KeyRing, guards: dict[str, rs.Guard | None], rounds: int, batch: int
+) -> list[GuardRow]:
+    names = list(guards)
+    decoders = {name: _decoder(ring, mode, guard) for name, guard in guards.items()}
+    for name, decode in decoders.items():
+        for token in _mint(state, ring, mode, _WARM_UP_TOKENS):
+            _check_single_use(f"{mode} {name}", decode(token), decode(token), state, guards[name] is not None)
+    tokens = {name: _batches(_mint(state, ring, mode, rounds * batch), batch) for name in names}
+    samples = {name: _Samples() for name in names}
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            per_call, refused = _time_batch(decoders[name], next(tokens[name]))
+            samples[name].per_call_us.append(per_call)
+            samples[name].refused += refused
+    return _rows(mode, SYNC, samples, batch, strict=[name for name in names if name != REDIS])
+
+
+async def _measure_async(
+    mode: str, state: str, ring: rs.KeyRing, url: str, rounds: int, batch: int
+) -> list[GuardRow]:
+    module = importlib.import_module("requeststate.redis")
+    redis_guard = module.AsyncRedisGuard.from_url(
+        url, timeout=_CLAIM_TIMEOUT, namespace=f"bench-async-{mode}"
+    )
+    try:
+        guards: dict[str, rs.AsyncGuard | None] = {NONE: None, ASYNC_REDIS: redis_guard}
+        names = list(guards)
+        decoders = {name: _adecoder(ring, mode, guard) for name, guard in guards.items()}
+        for name, decode in decoders.items():
+            for token in _mint(state, ring, mode, _WARM_UP_TOKENS):
+                first, second = await decode(token), await decode(token)
+                _check_single_use(f"{mode} async {name}", first, second, state, guards[name] is not None)
+        tokens = {name: _batches(_mint(state, ring, mode, rounds * batch), batch) for name in names}
+        samples = {name: _Samples() for name in names}
+        for round_index in range(rounds):
+            shift = round_index % len(names)
+            for name in names[shift:] + names[:shift]:
+                per_call, refused = await _atime_batch(decoders[name], next(tokens[name]))
+                samples[name].per_call_us.append(per_call)
+                samples[name].refused += refused
+        return _rows(mode, ASYNC, samples, batch, strict=[NONE])
+    finally:
+        await redis_guard.aclose()
+
+
+def measure_guard_memory(ids: int, ring: rs.KeyRing | None = None) -> GuardMemory:
+    """Traced bytes a ``MemoryGuard`` keeps after ``decode`` claimed ``ids`` fresh encrypted tokens."""
+    ring = ring or rs.KeyRing(os.urandom(32))
+    state = make_state(STATE_SIZE)
+    tokens = _mint(state, ring, "encrypted", ids)
+    guard = rs.MemoryGuard(capacity=max(ids, 1))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        for token in tokens:
+            if rs.decode(token, ring, mode="encrypted", subject=SUBJECT, tool=TOOL, guard=guard) is None:
+                raise RuntimeError("a fresh valid token was refused while filling the MemoryGuard")
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - baseline
+    finally:
+        tracemalloc.stop()
+    if len(guard) != ids:
+        raise RuntimeError(f"the MemoryGuard holds {len(guard)} ids, not {ids}")
+    return GuardMemory(ids, retained)
+
+
+def _guard_capacity(rounds: int, batch: int) -> int:
+    # Room for every id one group claims: a full guard would refuse, and a refusal is not a claim's cost.
+    return max(rs.MemoryGuard().capacity, rounds * batch + 2 * _WARM_UP_TOKENS)
+
+
+def measure_guards(
+    *,
+    rounds: int,
+    batch: int,
+    memory_ids: int,
+    redis: bool = True,
+    modes: Sequence[str] = GUARD_MODES,
+    progress: Callable[[str], None] = lambda line: None,
+) -> GuardResults:
+    """Time ``decode`` of fresh 64 B tokens with no guard, a ``MemoryGuard`` and Redis; trace its memory.
+
+    ``rounds`` samples of ``batch`` decodes per case; ``redis=False`` skips Redis
+    (its rows say so). A missing or failing Redis never raises: its rows say
+    why they were not measured, and the other rows are measured without it.
+    """
+    ring = rs.KeyRing(os.urandom(32))
+    state = make_state(STATE_SIZE)
+    results = GuardResults(rounds=rounds, batch=batch, redis="not measured (turned off)")
+    if redis:
+        results.rows += _measure_with_redis(results, state, ring, modes, rounds, batch, progress)
+    for mode in modes:
+        if any(row.mode == mode for row in results.rows):
+            continue
+        progress(f"replay guards, {mode}: none and MemoryGuard (Redis {results.redis})")
+        guards: dict[str, rs.Guard | None] = {
+            NONE: None,
+            MEMORY: rs.MemoryGuard(_guard_capacity(rounds, batch)),
+        }
+        results.rows += _measure_sync(mode, state, ring, guards, rounds, batch)
+        results.rows += [
+            GuardRow(mode, SYNC, REDIS, unavailable=results.redis),
+            GuardRow(mode, ASYNC, NONE, unavailable=results.redis),
+            GuardRow(mode, ASYNC, ASYNC_REDIS, unavailable=results.redis),
+        ]
+    order = {mode: index for index, mode in enumerate(modes)}
+    results.rows.sort(key=lambda row: order[row.mode])
+    progress(f"replay guards: MemoryGuard memory over {memory_ids:,} ids")
+    results.memory = measure_guard_memory(memory_ids, ring)
+    return results
+
+
+def _measure_with_redis(
+    results: GuardResults,
+    state: str,
+    ring: rs.KeyRing,
+    modes: Sequence[str],
+    rounds: int,
+    batch: int,
+    progress: Callable[[str], None],
+) -> list[GuardRow]:
+    # Every row of every mode, measured with Redis; none if Redis failed (the caller measures without it).
+    rows: list[GuardRow] = []
+    try:
+        with running_redis() as (url, version):
+            redis_py = getattr(_redis_module(), "__version__", "?")
+            results.redis = f"redis-server {version} on loopback, redis-py {redis_py}"
+            guard_module = importlib.import_module("requeststate.redis")
+            for mode in modes:
+                progress(f"replay guards, {mode}: decode, none, MemoryGuard and RedisGuard")
+                redis_guard = guard_module.RedisGuard.from_url(
+                    url, timeout=_CLAIM_TIMEOUT, namespace=f"bench-{mode}"
+                )
+                try:
+                    guards = {
+                        NONE: None,
+                        MEMORY: rs.MemoryGuard(_guard_capacity(rounds, batch)),
+                        REDIS: redis_guard,
+                    }
+                    mode_rows = _measure_sync(mode, state, ring, guards, rounds, batch)
+                finally:
+                    redis_guard.close()
+                progress(f"replay guards, {mode}: adecode one at a time, none and AsyncRedisGuard")
+                mode_rows += asyncio.run(_measure_async(mode, state, ring, url, rounds, batch))
+                rows += mode_rows
+    except Exception as error:
+        # A missing or failing Redis is reported, never fatal; its partial rows are dropped, so that
+        # every mode's rows come from one setting.
+        why = str(error) if isinstance(error, RedisUnavailable) else f"{type(error).__name__}: {error}"
+        results.redis = f"not available: {why}"
+        progress(f"replay guards: Redis {results.redis}")
+        return []
+    return rows
