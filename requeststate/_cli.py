@@ -1,8 +1,9 @@
-"""The ``requeststate`` command line: keygen, inspect, bench, demo.
+"""The ``requeststate`` command line: keygen, inspect, probe, bench, demo.
 
 Exit codes: 0 success (for ``inspect``, a token that verifies or was only
-read), 1 a token refused or unreadable, 2 a usage or configuration error.
-Results go to stdout, errors to stderr.
+read), 1 a token refused or unreadable (for ``probe``, at least one FAIL),
+2 a usage or configuration error (for ``probe``, also a server that did not
+start or offers no input-required tool). Results go to stdout, errors to stderr.
 """
 
 from __future__ import annotations
@@ -135,6 +136,61 @@ def _bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_PROBE_NEEDS_MCP = "requeststate probe needs the mcp extra: pip install 'requeststate[mcp]'"
+
+
+def _probe(args: argparse.Namespace) -> int:
+    if bool(args.server_command) == (args.url is not None):
+        print("error: name the server either as a command after -- or with --url", file=sys.stderr)
+        return EXIT_USAGE
+    if args.header and args.url is None:
+        print("error: --header applies to --url only", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from . import _probe as probe
+    except ModuleNotFoundError as missing:  # the mcp extra (mcp, mcp_types, anyio, httpx2) is absent
+        if (missing.name or "").partition(".")[0] in ("mcp", "mcp_types", "anyio", "httpx2"):
+            print(_PROBE_NEEDS_MCP, file=sys.stderr)
+            return EXIT_USAGE
+        raise
+    target = probe.Target(command=tuple(args.server_command), url=args.url, headers=dict(args.header))
+    return probe.run(
+        target,
+        tool=args.tool,
+        arguments=args.arguments,
+        single_use=args.single_use,
+        require_confidential=args.require_confidential,
+        timeout=args.timeout,
+        as_json=args.json,
+        out=sys.stdout,
+        err=sys.stderr,
+    )
+
+
+def _json_object(text: str) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("tool arguments must be a JSON object")
+    return value
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, colon, value = text.partition(":")
+    if not colon or not name.strip():
+        raise argparse.ArgumentTypeError("a header is NAME: VALUE")
+    return name.strip(), value.strip()
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("a timeout is a positive number of seconds")
+    return value
+
+
 def _secret_bytes(text: str) -> int:
     value = int(text)
     if value < MIN_SECRET_BYTES:
@@ -146,6 +202,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": lambda args: run_demo(sys.stdout),
     "keygen": _keygen,
     "inspect": _inspect,
+    "probe": _probe,
     "bench": _bench,
 }
 
@@ -154,7 +211,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="requeststate",
         description="Integrity-protected, optionally encrypted MCP requestState tokens.",
-        epilog="exit codes: 0 success, 1 token refused or unreadable, 2 usage or configuration error",
+        epilog="exit codes: 0 success, 1 token refused or unreadable (probe: a FAIL), "
+        "2 usage or configuration error",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="mint and verify tokens in each mode, and show refusals")
@@ -181,9 +239,79 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--tool", default=None, help="the tool the token must be bound to")
     inspect.add_argument("--now", type=int, default=None, help="unix seconds to verify at (default: now)")
     inspect.add_argument("--leeway", type=int, default=0, help="seconds of clock skew tolerated")
+    _add_probe(commands)
     bench = commands.add_parser("bench", help="run the benchmark (from a source checkout)")
     bench.add_argument("--quick", action="store_true", help="a short run, under 30 seconds")
     return parser
+
+
+def _add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    probe = commands.add_parser(
+        "probe",
+        help="check any MCP server's requestState handling, black-box (needs the mcp extra)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="requeststate probe [options] -- COMMAND [ARG ...]\n"
+        "       requeststate probe [options] --url URL",
+        description="""\
+Connect to an MCP server (protocol 2026-07-28), find a tool that answers
+input-required with a requestState, and echo back mutated states, each on a
+fresh first round: one byte flipped, truncated, extended, MAC/tag stripped,
+prefix swapped, re-padded base64, readable JSON edited, the state of one tool
+sent to another, the same state redeemed twice, and whether the client can
+read the state at all.
+
+A check FAILs when the server accepts a mutated state: it answers with a
+normal result, or with an input-required that moves on. It PASSes on a
+JSON-RPC error, a tool error result, or a re-elicit: an input-required that
+asks exactly what a call without requestState asks. The probe first checks
+that the unmodified state is accepted and answered differently from a first
+call; if not, it stops (exit 2).
+
+Without --tool, tools are tried in turn with placeholder arguments (tools
+annotated destructiveHint: true are skipped): point the probe at a test
+instance, never at production. A spawned server inherits this environment
+and its stderr is kept back, shown only if the probe cannot run.""",
+        epilog="exit codes: 0 no FAIL, 1 at least one FAIL, 2 a usage error, a server that did not\n"
+        "start or offers no input-required tool, or a check that could not complete (ERROR)",
+    )
+    probe.add_argument(
+        "server_command",
+        nargs="*",
+        metavar="COMMAND",
+        help="the command that starts the server over stdio, after --",
+    )
+    probe.add_argument("--url", help="a streamable HTTP endpoint instead, e.g. http://127.0.0.1:8000/mcp")
+    probe.add_argument(
+        "--header",
+        action="append",
+        type=_header,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header for --url, e.g. 'Authorization: Bearer ...' (repeatable; never printed)",
+    )
+    probe.add_argument("--tool", metavar="NAME", help="probe this tool instead of searching for one")
+    probe.add_argument(
+        "--arguments",
+        type=_json_object,
+        metavar="JSON",
+        help="the tool's arguments as a JSON object (default: placeholders for its required properties)",
+    )
+    probe.add_argument(
+        "--single-use", action="store_true", help="FAIL, not INFO, when a state can be redeemed twice"
+    )
+    probe.add_argument(
+        "--require-confidential",
+        action="store_true",
+        help="FAIL, not INFO, when the client can read the state",
+    )
+    probe.add_argument("--json", action="store_true", help="print a JSON report instead of the table")
+    probe.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=20.0,
+        metavar="SECONDS",
+        help="bound on the whole probe (default 20)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
