@@ -111,6 +111,15 @@ async def echo(client: Client, token: str, name: str = "wizard") -> Any:
     )
 
 
+async def finish(client: Client, token: str) -> str:
+    """Answer the wizard's last question with ``token`` echoed; the tool's final text."""
+    final = await client.session.call_tool(
+        "wizard", {"topic": "x"}, allow_input_required=True, request_state=token, input_responses=replies(2)
+    )
+    assert isinstance(final, CallToolResult)
+    return text_of(final)
+
+
 def assert_frozen(error: pytest.ExceptionInfo[MCPError]) -> None:
     assert error.value.error.code == INVALID_PARAMS
     assert error.value.error.message == INVALID_MESSAGE
@@ -496,15 +505,7 @@ async def test_reelicit_flow_completes_after_a_refused_echo() -> None:
             second = await echo(client, again.request_state)
             assert isinstance(second, InputRequiredResult)
             assert second.request_state is not None
-            final = await client.session.call_tool(
-                "wizard",
-                {"topic": "x"},
-                allow_input_required=True,
-                request_state=second.request_state,
-                input_responses=replies(2),
-            )
-            assert isinstance(final, CallToolResult)
-            return text_of(final)
+            return await finish(client, second.request_state)
 
     assert await bounded(run) == "done: a1,a2"
 
@@ -857,15 +858,7 @@ async def test_token_from_one_instance_completes_on_another(shape: Shape) -> Non
             after = await echo(there, token)
             assert isinstance(after, InputRequiredResult)
             assert after.request_state is not None
-            final = await there.session.call_tool(
-                "wizard",
-                {"topic": "x"},
-                allow_input_required=True,
-                request_state=after.request_state,
-                input_responses=replies(2),
-            )
-            assert isinstance(final, CallToolResult)
-            return text_of(final)
+            return await finish(there, after.request_state)
 
     assert await bounded(run) == "done: a1,a2"
 
