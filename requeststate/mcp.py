@@ -141,7 +141,40 @@ def _install(server: object, boundary: ServerMiddleware[Any]) -> None:
     chain.insert(position, boundary)
 
 
-class Boundary:
+class _Sealing:
+    """What both shapes mint and verify with: keys, modes, ttl, size limit, clock."""
+
+    def __init__(
+        self,
+        keys: Keys,
+        mode: rs.Mode | str | tuple[rs.Mode | str, ...],
+        ttl: int,
+        leeway: int,
+        max_token_bytes: int,
+        clock: Callable[[], float] | None,
+    ) -> None:
+        self._keys, self._modes = check_options(
+            keys, mode=mode, ttl=ttl, leeway=leeway, max_token_bytes=max_token_bytes
+        )
+        self._ttl = ttl
+        self._leeway = leeway
+        self._max_token_bytes = max_token_bytes
+        self._clock = clock
+
+    @property
+    def keys(self) -> rs.KeyRing:
+        """The key ring tokens are minted and verified with."""
+        return self._keys
+
+    def _now(self) -> int | None:
+        return None if self._clock is None else int(self._clock())
+
+    def _describe(self) -> str:
+        modes = ",".join(m.value for m in self._modes)
+        return f"keys={self._keys!r}, mode={modes}, ttl={self._ttl}"
+
+
+class Boundary(_Sealing):
     """Server middleware that seals and opens ``requestState`` with requeststate tokens.
 
     Acts on ``tools/call``, ``prompts/get`` and ``resources/read`` only. An
@@ -195,30 +228,15 @@ class Boundary:
             raise ValueError(f"bind must be one of {_BINDINGS}, got {bind!r}")
         if not callable(subject):
             raise TypeError("subject must be a callable taking the request context")
-        self._keys, self._modes = check_options(
-            keys, mode=mode, ttl=ttl, leeway=leeway, max_token_bytes=max_token_bytes
-        )
-        self._ttl = ttl
+        super().__init__(keys, mode, ttl, leeway, max_token_bytes, clock)
         self._on_invalid = on_invalid
         self._bind = bind
         self._subject = subject
         self._guard = guard
-        self._leeway = leeway
-        self._max_token_bytes = max_token_bytes
-        self._clock = clock
         self._warned_http = False
 
-    @property
-    def keys(self) -> rs.KeyRing:
-        """The key ring this boundary mints and verifies with."""
-        return self._keys
-
-    def _now(self) -> int | None:
-        return None if self._clock is None else int(self._clock())
-
     def __repr__(self) -> str:
-        modes = ",".join(m.value for m in self._modes)
-        return f"Boundary(keys={self._keys!r}, mode={modes}, ttl={self._ttl}, on_invalid={self._on_invalid})"
+        return f"Boundary({self._describe()}, on_invalid={self._on_invalid})"
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Open the echoed state, run the handler, seal the state it hands out."""
@@ -369,7 +387,7 @@ def protect(
     return boundary
 
 
-class SDKCodec:
+class SDKCodec(_Sealing):
     """Our token formats as a ``RequestStateCodec`` for the SDK's own ``RequestStateBoundary``.
 
     ``seal`` wraps the SDK's claims envelope in a requeststate token with no
@@ -394,25 +412,11 @@ class SDKCodec:
         max_token_bytes: int = rs.DEFAULT_MAX_TOKEN_BYTES,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        self._keys, self._modes = check_options(
-            keys, mode=mode, ttl=ttl, leeway=0, max_token_bytes=max_token_bytes
-        )
-        self._ttl = ttl
+        super().__init__(keys, mode, ttl, 0, max_token_bytes, clock)
         self._guard = guard
-        self._max_token_bytes = max_token_bytes
-        self._clock = clock
-
-    @property
-    def keys(self) -> rs.KeyRing:
-        """The key ring this codec mints and verifies with."""
-        return self._keys
-
-    def _now(self) -> int | None:
-        return None if self._clock is None else int(self._clock())
 
     def __repr__(self) -> str:
-        modes = ",".join(m.value for m in self._modes)
-        return f"SDKCodec(keys={self._keys!r}, mode={modes}, ttl={self._ttl})"
+        return f"SDKCodec({self._describe()})"
 
     def seal(self, payload: bytes) -> str:
         """Mint a token carrying the SDK's envelope (compact ASCII JSON) as its state."""
