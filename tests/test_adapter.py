@@ -76,3 +76,43 @@ def test_adecode_of_any_input_type_is_none(ring: rs.KeyRing) -> None:
         return [await rs.adecode(token, ring, mode="signed") for token in (None, b"x", 5, "v1.x.y")]
 
     assert asyncio.run(attempts()) == [None] * 4
+
+
+# --- added for mutation testing: decode and adecode pass every option through ---------------
+
+
+def test_decode_checks_the_tool(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice", tool="book", now=NOW)
+    assert rs.decode(token, ring, mode=mode, subject="alice", tool="book", now=NOW) == "state"
+    assert rs.decode(token, ring, mode=mode, subject="alice", tool="cancel", now=NOW) is None
+
+
+def test_adecode_checks_the_tool(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice", tool="book", now=NOW)
+
+    async def attempts() -> list[str | None]:
+        return [
+            await rs.adecode(token, ring, mode=mode, subject="alice", tool=tool, now=NOW)
+            for tool in ("book", "cancel")
+        ]
+
+    assert asyncio.run(attempts()) == ["state", None]
+
+
+def test_adecode_checks_expiry_at_the_given_now(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW, ttl=10)
+
+    async def attempts() -> list[str | None]:
+        return [await rs.adecode(token, ring, mode=mode, now=now) for now in (NOW + 10, NOW + 11)]
+
+    assert asyncio.run(attempts()) == ["state", None]
+
+
+def test_adecode_has_no_leeway_by_default(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW, ttl=10)
+    assert asyncio.run(rs.adecode(token, ring, mode=mode, now=NOW + 11)) is None
+
+
+def test_adecode_decodes_the_requested_type(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode(Step(3), ring, mode=mode, now=NOW)
+    assert asyncio.run(rs.adecode(token, ring, mode=mode, now=NOW, type=Step)) == Step(3)

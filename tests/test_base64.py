@@ -60,3 +60,16 @@ def test_characters_outside_the_alphabet_are_refused(text: str) -> None:
 
 def test_empty_string_is_empty_bytes() -> None:
     assert b64decode("") == b""
+
+
+# --- added for mutation testing: the exact characters at the edges ---------------------------
+
+
+def test_encode_keeps_a_trailing_x() -> None:
+    assert b64encode(b"\x00\x00\x17") == "AAAX"
+
+
+@pytest.mark.parametrize("text", ["AA!!!!AA", "AA    AA", "AAAA\n\n\n\n", "AB..CD.."])
+def test_characters_outside_the_alphabet_are_refused_in_a_whole_quantum(text: str) -> None:
+    # Lengths that are a multiple of 4: only a strict decoder refuses the stray characters.
+    assert b64decode(text) is None

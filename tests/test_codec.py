@@ -469,23 +469,20 @@ def test_distinct_tokens_of_the_same_state_are_each_redeemable(ring: rs.KeyRing,
 
 
 @pytest.mark.parametrize(
-    "options",
-    [{"subject": "mallory"}, {"now": NOW + 301}, {"type": Booking}, {"mode": "nope-not-used"}],
+    ("options", "tampered"),
+    [({"subject": "mallory"}, False), ({"now": NOW + 301}, False), ({"type": Booking}, False), ({}, True)],
     ids=["wrong subject", "expired", "wrong type", "tampered"],
 )
-def test_refused_token_never_consumes_its_id(ring: rs.KeyRing, options: dict[str, object]) -> None:
+def test_refused_token_never_consumes_its_id(
+    ring: rs.KeyRing, options: dict[str, object], tampered: bool
+) -> None:
     guard = RecordingGuard()
     token = mint(ring, rs.Mode.SIGNED, "not json")
-    if options.pop("mode", None):
+    if tampered:
         token = token[:-2] + ("AA" if token[-2:] != "AA" else "BA")
+    arguments: dict[str, object] = {"subject": "alice", "tool": "book", "now": NOW, **options}
     with pytest.raises(rs.InvalidToken):
-        rs.verify(
-            token,
-            ring,
-            mode="signed",
-            **{"subject": "alice", "tool": "book", "now": NOW, **options},
-            guard=guard,
-        )  # type: ignore[call-overload]
+        rs.verify(token, ring, mode="signed", guard=guard, **arguments)  # type: ignore[call-overload]
     assert guard.claims == []
 
 
@@ -673,3 +670,115 @@ def test_check_options_refuses_what_encode_or_verify_would(
     }
     with pytest.raises(error):
         check_options(ring, **arguments)  # type: ignore[arg-type]
+
+
+# --- added for mutation testing: boundaries, prefixes, async options, error messages ------------
+
+INT64_MAX = 2**63 - 1
+
+
+def test_exp_of_exactly_int64_max_is_minted_and_verifies(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("edge", ring, mode=mode, ttl=10, now=INT64_MAX - 10)
+    assert rs.verify(token, ring, mode=mode, now=INT64_MAX) == "edge"
+
+
+def test_now_of_int64_max_is_a_valid_clock(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    assert reason(mint(ring, mode), ring, mode, now=INT64_MAX) is rs.Reason.EXPIRED
+
+
+def test_encode_allows_a_token_of_exactly_max_token_bytes(ring: rs.KeyRing) -> None:
+    size = len(mint(ring, rs.Mode.SIGNED))  # signed tokens of one state all have one length
+    token = mint(ring, rs.Mode.SIGNED, max_token_bytes=size)
+    assert len(token) == size
+
+
+@pytest.mark.parametrize("token", ["v1e", "v1x", "v1e?AAAA"])
+def test_a_prefix_without_its_dot_is_malformed(ring: rs.KeyRing, token: str) -> None:
+    # Not "v1" with a stray last character: without the dot there is no version to compare.
+    assert reason(token, ring, rs.Mode.ENCRYPTED) is rs.Reason.MALFORMED
+
+
+@pytest.mark.parametrize(("token", "mode"), [("v1e..", rs.Mode.SIGNED), ("v1..", rs.Mode.ENCRYPTED)])
+def test_the_prefix_alone_decides_wrong_mode(ring: rs.KeyRing, token: str, mode: rs.Mode) -> None:
+    assert reason(token, ring, mode) is rs.Reason.WRONG_MODE
+
+
+def test_each_mode_name_works_with_a_ttl_used_nowhere_else(ring: rs.KeyRing) -> None:
+    for name in ("signed", "encrypted", "xchacha"):
+        token = rs.encode("x", ring, mode=name, ttl=4321, now=NOW)
+        assert rs.verify(token, ring, mode=name, now=NOW + 4321) == "x"
+
+
+def test_unknown_mode_error_lists_every_choice(ring: rs.KeyRing) -> None:
+    with pytest.raises(ValueError, match=r"'signed', 'encrypted', 'xchacha', got 'rot13'$"):
+        rs.encode("x", ring, mode="rot13")
+
+
+def test_keys_type_error_names_the_type_given(ring: rs.KeyRing) -> None:
+    with pytest.raises(TypeError, match=r"^keys must be a KeyRing or bytes, not list$"):
+        rs.encode("x", [SECRET], mode="signed")  # type: ignore[arg-type]
+
+
+def test_option_type_error_names_the_option_and_the_type_given(ring: rs.KeyRing) -> None:
+    with pytest.raises(TypeError, match=r"^now must be an int, not float$"):
+        rs.verify("x", ring, mode="signed", now=1.5)  # type: ignore[call-overload]
+
+
+def test_exp_past_int64_error_states_the_requirement(ring: rs.KeyRing) -> None:
+    with pytest.raises(ValueError, match=r"^now \+ ttl must fit in a signed 64-bit integer$"):
+        rs.encode("x", ring, mode="signed", ttl=10, now=INT64_MAX - 5)
+
+
+def test_an_async_guard_given_to_verify_is_a_type_error_naming_averify(ring: rs.KeyRing) -> None:
+    guard: Any = AsyncMemoryGuard()
+    with pytest.raises(TypeError, match=r"^an async guard needs averify\(\) or adecode\(\)$"):
+        rs.verify(
+            mint(ring, rs.Mode.SIGNED),
+            ring,
+            mode="signed",
+            subject="alice",
+            tool="book",
+            now=NOW,
+            guard=guard,
+        )
+
+
+class AsyncRecordingGuard:
+    def __init__(self) -> None:
+        self.claims: list[tuple[str, int, int]] = []
+
+    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        self.claims.append((token_id, expires_at, now))
+        return True
+
+
+def test_averify_claims_the_token_id_until_exp_plus_leeway(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = AsyncRecordingGuard()
+    token = mint(ring, mode)
+    asyncio.run(
+        rs.averify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, leeway=7, guard=guard)
+    )
+    recorder = RecordingGuard()
+    rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, leeway=7, guard=recorder)
+    assert guard.claims == recorder.claims
+    token_id, expires_at, now = guard.claims[0]
+    assert (len(token_id), expires_at, now) == (32, NOW + 300 + 7, NOW)
+
+
+def test_averify_checks_expiry_at_the_given_now(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW, ttl=10)
+    with pytest.raises(rs.InvalidToken) as caught:
+        asyncio.run(rs.averify(token, ring, mode=mode, now=NOW + 11))
+    assert caught.value.reason is rs.Reason.EXPIRED
+
+
+def test_averify_has_no_leeway_by_default(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW, ttl=10)
+    assert asyncio.run(rs.averify(token, ring, mode=mode, now=NOW + 10)) == "state"
+    with pytest.raises(rs.InvalidToken):
+        asyncio.run(rs.averify(token, ring, mode=mode, now=NOW + 11))
+
+
+def test_averify_binds_no_subject_by_default(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW)
+    assert asyncio.run(rs.averify(token, ring, mode=mode, now=NOW)) == "state"

@@ -122,3 +122,15 @@ def test_claims_refuse_a_non_hex_b_as_malformed() -> None:
 
 def test_claims_refuse_a_non_ascii_b_without_raising_anything_else() -> None:
     assert check_claims(Payload("x", 100, "é" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
+
+
+# --- added for mutation testing: the hex alphabet of b ---------------------------------------
+
+
+def test_claims_refuse_a_b_of_x_as_malformed() -> None:
+    assert check_claims(Payload("x", 100, "X" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
+
+
+def test_build_surrogate_error_states_the_rule() -> None:
+    with pytest.raises(ValueError, match=r"^state must be valid Unicode \(no lone surrogates\)$"):
+        build_payload("\ud800", 1, TAG)

@@ -134,3 +134,18 @@ def test_threads_racing_on_the_same_ids_claim_each_exactly_once() -> None:
         worker.join(timeout=30)
     wins = Counter(token_id for winner in won for token_id in winner)
     assert wins == Counter(ids)
+
+
+# --- added for mutation testing: errors state the rule and name what was given ---------------
+
+
+def test_claim_window_error_states_the_rule() -> None:
+    with pytest.raises(
+        ValueError, match=r"^expires_at is before now: an expired token has nothing to claim$"
+    ):
+        MemoryGuard().claim(ID, NOW - 1, NOW)
+
+
+def test_capacity_type_error_names_the_type_given() -> None:
+    with pytest.raises(TypeError, match=r"^capacity must be an int, not float$"):
+        MemoryGuard(1.5)  # type: ignore[arg-type]

@@ -241,3 +241,127 @@ def test_from_env_errors_name_the_variable_never_the_value(value: str, message: 
     with pytest.raises(ValueError, match=message) as caught:
         rs.KeyRing.from_env("MY_KEYS", environ={"MY_KEYS": value})
     assert b64(SECRET) not in str(caught.value)
+
+
+# --- added for mutation testing: options reach the ring, and errors state the requirement -------
+
+
+@pytest.mark.parametrize("subject", [None, b"alice", 5])
+def test_bind_input_names_the_requirement_for_a_non_str_subject(subject: object) -> None:
+    with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
+        bind_input(subject, "book")  # type: ignore[arg-type]
+
+
+def test_bind_input_separator_error_states_the_rule() -> None:
+    with pytest.raises(ValueError, match=r"^subject and tool must not contain U\+0000$"):
+        bind_input("a\0b", None)
+
+
+def test_bind_input_surrogate_error_states_the_rule() -> None:
+    with pytest.raises(ValueError, match=r"^subject and tool must be valid Unicode \(no lone surrogates\)$"):
+        bind_input("\ud800", None)
+
+
+def test_warn_share_of_one_is_accepted_and_warns_at_the_limit(caplog: pytest.LogCaptureFixture) -> None:
+    ring = rs.KeyRing(SECRET, aesgcm_limit=2, aesgcm_warn_share=1)
+    with caplog.at_level("WARNING", logger="requeststate"):
+        rs.encode("x", ring, mode="encrypted")
+        assert caplog.records == []
+        rs.encode("x", ring, mode="encrypted")
+    assert len(caplog.records) == 1
+
+
+def test_a_limit_of_one_warns_at_the_first_seal(caplog: pytest.LogCaptureFixture) -> None:
+    ring = rs.KeyRing(SECRET, aesgcm_limit=1, aesgcm_warn_share=0.1)
+    with caplog.at_level("WARNING", logger="requeststate"):
+        rs.encode("x", ring, mode="encrypted")
+    assert len(caplog.records) == 1
+
+
+def test_budget_warning_names_the_key_the_count_the_limit_and_the_way_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ring = rs.KeyRing(SECRET, aesgcm_limit=4, aesgcm_warn_share=0.5)
+    with caplog.at_level("WARNING", logger="requeststate"):
+        for _ in range(2):
+            rs.encode("x", ring, mode="encrypted")
+    assert caplog.records[0].getMessage() == (
+        f"requestState key {ring.fingerprint} has sealed 2 AES-GCM tokens in this process, of a limit of 4: "
+        "rotate to a new secret, or move to mode='xchacha'"
+    )
+
+
+def test_budget_error_names_the_key_the_limit_and_the_way_out() -> None:
+    ring = rs.KeyRing(SECRET, aesgcm_limit=1)
+    rs.encode("x", ring, mode="encrypted")
+    with pytest.raises(rs.KeyBudgetExhausted) as caught:
+        rs.encode("x", ring, mode="encrypted")
+    assert str(caught.value) == (
+        f"requestState key {ring.fingerprint} has sealed its limit of 1 "
+        "AES-GCM tokens in this process (random 96-bit nonces, NIST SP 800-38D); "
+        "rotate to a new secret with KeyRing(new, old), or use mode='xchacha'"
+    )
+
+
+def test_a_ring_from_secrets_reports_is_ephemeral_as_false() -> None:
+    assert rs.KeyRing(SECRET).is_ephemeral is False
+
+
+def test_ephemeral_repr_marks_it_after_the_fingerprint() -> None:
+    ring = rs.KeyRing.ephemeral()
+    assert repr(ring) == f"KeyRing(keys=1, minting={ring.fingerprint!r}, ephemeral)"
+
+
+def test_empty_ring_error_states_the_requirement() -> None:
+    with pytest.raises(ValueError, match=r"^KeyRing needs at least one secret$"):
+        rs.KeyRing()
+
+
+def test_str_secret_error_points_to_from_env() -> None:
+    with pytest.raises(TypeError, match=r"\(decode a base64 secret first, or use KeyRing\.from_env\)$"):
+        rs.KeyRing("x" * 64)  # type: ignore[arg-type]
+
+
+def test_non_bytes_secret_error_names_its_position_and_type() -> None:
+    with pytest.raises(TypeError, match=r"^secret 1 must be bytes, not int$"):
+        rs.KeyRing(SECRET, 32)  # type: ignore[arg-type]
+
+
+def test_immutability_error_names_the_class(ring: rs.KeyRing) -> None:
+    with pytest.raises(AttributeError, match=r"^KeyRing is immutable$"):
+        del ring._keys
+
+
+def test_pickling_error_names_the_alternative(ring: rs.KeyRing) -> None:
+    with pytest.raises(
+        TypeError, match=r"^KeyRing cannot be pickled: share the secret through a secret store$"
+    ):
+        pickle.dumps(ring)
+
+
+def test_from_env_keeps_a_trailing_x_of_a_secret() -> None:
+    secret = bytes(32) + b"\x17"  # 33 bytes: base64url "...AX", no padding, no unused bits
+    assert b64(secret).endswith("X")
+    ring = rs.KeyRing.from_env(ENV_NAME, environ={ENV_NAME: b64(secret)})
+    assert ring.fingerprint == rs.KeyRing(secret).fingerprint
+
+
+def test_from_env_passes_the_aesgcm_limit_on() -> None:
+    ring = rs.KeyRing.from_env(ENV_NAME, environ={ENV_NAME: b64(SECRET)}, aesgcm_limit=1)
+    rs.encode("x", ring, mode="encrypted")
+    with pytest.raises(rs.KeyBudgetExhausted):
+        rs.encode("x", ring, mode="encrypted")
+
+
+def test_from_env_passes_the_warn_share_on(caplog: pytest.LogCaptureFixture) -> None:
+    ring = rs.KeyRing.from_env(
+        ENV_NAME, environ={ENV_NAME: b64(SECRET)}, aesgcm_limit=10, aesgcm_warn_share=0.1
+    )
+    with caplog.at_level("WARNING", logger="requeststate"):
+        rs.encode("x", ring, mode="encrypted")
+    assert len(caplog.records) == 1
+
+
+def test_from_env_unset_error_says_how_to_make_a_secret() -> None:
+    with pytest.raises(ValueError, match=r"\(generate one with: requeststate keygen\)$"):
+        rs.KeyRing.from_env("MY_KEYS", environ={})

@@ -1,0 +1,132 @@
+"""Mutation testing of the core modules with mutmut 3, from a throwaway copy of the repository.
+
+    python scripts/mutation.py [--workdir build/mutation] [--min-score 90] [--max-children 2]
+
+mutmut writes a ``mutants/`` tree into its working directory, so this copies the
+package, the tests and pyproject.toml into ``--workdir`` (under ``build/``, which
+git ignores), writes mutmut's configuration there as a ``setup.cfg``, runs
+``mutmut run``, and prints the score: killed / (total - skipped), where a
+timeout counts as killed. Exits 1 when the score is below ``--min-score``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The core: the codec and everything it is built from. Not mcp.py, redis.py, _cli.py.
+CORE_MODULES = (
+    "_adapter.py",
+    "_base64.py",
+    "_codec.py",
+    "_encrypted.py",
+    "_envelope.py",
+    "_errors.py",
+    "_guard.py",
+    "_keys.py",
+    "_signed.py",
+)
+# The fast tests of those modules: no subprocesses, no servers, no hypothesis search.
+CORE_TESTS = (
+    "test_adapter.py",
+    "test_base64.py",
+    "test_codec.py",
+    "test_encrypted.py",
+    "test_envelope.py",
+    "test_errors.py",
+    "test_guard.py",
+    "test_keys.py",
+    "test_public_api.py",
+    "test_signed.py",
+    "test_vectors.py",
+)
+
+
+def setup_cfg() -> str:
+    def listing(name: str, values: list[str]) -> str:
+        return f"{name} =\n" + "".join(f"    {value}\n" for value in values)
+
+    return (
+        "[mutmut]\n"
+        "source_paths = requeststate\n"
+        + listing("only_mutate", [f"requeststate/{name}" for name in CORE_MODULES])
+        + listing("pytest_add_cli_args_test_selection", [f"tests/{name}" for name in CORE_TESTS])
+        + listing("pytest_add_cli_args", ["-p", "no:cacheprovider"])
+        # A mutant that loops forever is killed by this timeout: 10 x its tests' own time, plus 2 s.
+        + "timeout_multiplier = 10.0\n"
+        + "timeout_constant = 2.0\n"
+        + "use_git_change_detection = false\n"
+        # Fork each mutant from a process that has imported the tests but run none: the
+        # codec's lru_caches start cold, so a mutant in a cached function is exercised.
+        + "process_isolation = forkserver\n"
+    )
+
+
+def prepare(workdir: Path) -> None:
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "requeststate", workdir / "requeststate", ignore=ignore)
+    shutil.copytree(ROOT / "tests", workdir / "tests", ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", workdir / "pyproject.toml")
+    (workdir / "setup.cfg").write_text(setup_cfg(), encoding="utf-8")
+
+
+def mutmut(workdir: Path, *args: str, quiet: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(  # noqa: S603 (our interpreter, fixed arguments)
+        [sys.executable, "-m", "mutmut", *args],
+        cwd=workdir,
+        env=env,
+        check=False,
+        text=True,
+        stdout=subprocess.PIPE if quiet else None,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "mutation")
+    parser.add_argument("--min-score", type=float, default=0.0, help="fail below this percentage")
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--resume", action="store_true", help="keep the previous results in --workdir")
+    args = parser.parse_args(argv)
+    workdir: Path = args.workdir.resolve()
+
+    if not args.resume:
+        prepare(workdir)
+    mutmut(workdir, "run", "--max-children", str(args.max_children))
+    mutmut(workdir, "export-cicd-stats", quiet=True)
+    stats_file = workdir / "mutants" / "mutmut-cicd-stats.json"
+    if not stats_file.exists():
+        print("mutation: mutmut wrote no results", file=sys.stderr)
+        return 1
+    stats = json.loads(stats_file.read_text(encoding="utf-8"))
+
+    survivors = mutmut(workdir, "results", quiet=True).stdout.strip()
+    if survivors:
+        print("surviving mutants (inspect one with: cd", workdir, "&& python -m mutmut show NAME):")
+        print(survivors)
+    tested = stats["total"] - stats["skipped"]
+    killed = stats["killed"] + stats["timeout"]
+    score = 100.0 * killed / tested if tested else 0.0
+    print(
+        f"mutation score: {killed}/{tested} killed = {score:.1f}% "
+        f"(survived {stats['survived']}, no tests {stats['no_tests']}, timeout {stats['timeout']}, "
+        f"suspicious {stats['suspicious']}, segfault {stats['segfault']}, skipped {stats['skipped']})"
+    )
+    return 0 if score >= args.min_score else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
