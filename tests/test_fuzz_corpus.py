@@ -7,6 +7,7 @@ decodes it into a ``verify``/``decode`` call and checks it. No atheris needed.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,13 @@ def test_seeds_cover_every_mode_accepted_and_guarded() -> None:
     assert {how.mode for how in minted} == {"signed", "encrypted", "xchacha"}
     assert any(case.guard for case in cases)
     assert any(not isinstance(case.token, str) for case in cases)
+
+
+def test_fuzz_runner_skips_loudly_without_atheris(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fuzz import run
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert run.main(["--seconds", "1"]) == 0
+    assert "SKIPPED: atheris is not installed" in capsys.readouterr().out
