@@ -153,7 +153,8 @@ class KeyRing:
     ``KeyRing(secret)`` for one key; ``KeyRing(new, old)`` while rotating, then
     ``KeyRing(new)`` once every token minted under ``old`` has expired (one TTL).
     Each secret is at least 32 bytes of secret randomness; subkeys are derived
-    once, here. A ring is immutable and safe to share between threads. Its
+    once, here. Its keys are immutable (it only counts its AES-GCM seals, atomically),
+    and it is safe to share between threads. Its
     ``repr`` shows the number of keys and the minting key's fingerprint, never
     key bytes.
     """
