@@ -8,7 +8,7 @@ import json
 import re
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
@@ -19,17 +19,34 @@ def _record(log: list[str], item: object) -> None:
         log.append(item.message.model_dump_json(by_alias=True, exclude_none=True))
 
 
-class _ReadTap:
+class _Tap:
+    """Delegates to one stream of a transport; the subclasses record what crosses it."""
+
     def __init__(self, inner: Any, log: list[str]) -> None:
         self._inner, self._log = inner, log
 
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _ReadTap(_Tap):
     async def receive(self) -> SessionMessage | Exception:
         item: SessionMessage | Exception = await self._inner.receive()
         _record(self._log, item)
         return item
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     def __aiter__(self) -> _ReadTap:
         return self
@@ -39,43 +56,11 @@ class _ReadTap:
         _record(self._log, item)
         return item
 
-    async def __aenter__(self) -> _ReadTap:
-        await self._inner.__aenter__()
-        return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
-        return result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _WriteTap:
-    def __init__(self, inner: Any, log: list[str]) -> None:
-        self._inner, self._log = inner, log
-
+class _WriteTap(_Tap):
     async def send(self, item: SessionMessage, /) -> None:
         _record(self._log, item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WriteTap:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
-        return result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 class WireTap:
