@@ -191,12 +191,13 @@ def codec_cases(
         RuntimeError: a case does not do what it is named for (a refusal that
             returns a state, a valid token that is refused).
     """
-    encode = partial(rs.encode, state, ring, mode=mode, subject=SUBJECT, tool=TOOL, ttl=TTL)
+    name = mode.value
+    encode = partial(rs.encode, state, ring, mode=name, subject=SUBJECT, tool=TOOL, ttl=TTL)
     token = encode()
     expired = rs.encode(
-        state, ring, mode=mode, subject=SUBJECT, tool=TOOL, ttl=TTL, now=int(time.time()) - 10 * TTL
+        state, ring, mode=name, subject=SUBJECT, tool=TOOL, ttl=TTL, now=int(time.time()) - 10 * TTL
     )
-    decode = partial(rs.decode, mode=mode, subject=SUBJECT, tool=TOOL)
+    decode = partial(rs.decode, mode=name, subject=SUBJECT, tool=TOOL)
     cases: dict[str, Callable[[], object]] = {
         "encode": encode,
         "decode": partial(decode, token, ring),

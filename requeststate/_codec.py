@@ -13,10 +13,10 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar, overload
 import msgspec
 
 from ._encrypted import ENCRYPTED, XCHACHA
-from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, check_claims, parse_payload
+from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, read_payload
 from ._errors import InvalidToken, Reason
 from ._guard import AsyncGuard, Guard, GuardUnavailable
-from ._keys import KeyRing, SubKeys
+from ._keys import Binding, KeyRing, SubKeys
 from ._signed import SIGNED
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_clock: Final = time.time
 
 DEFAULT_TTL: Final = 300
 DEFAULT_MAX_TOKEN_BYTES: Final = 64 * 1024
@@ -62,15 +63,12 @@ class WireMode(Protocol):
     @property
     def nonce_bytes(self) -> int: ...
     def seal(self, payload: bytes, key: SubKeys, bind_tag: str, nonce: bytes) -> str: ...
-    def open(
-        self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]
-    ) -> tuple[bytes, str] | Reason: ...
+    def open(self, token: str, bindings: tuple[Binding, ...]) -> tuple[bytes, str] | Reason: ...
 
 
 _WIRE: Final[dict[str, WireMode]] = {Mode.SIGNED: SIGNED, Mode.ENCRYPTED: ENCRYPTED, Mode.XCHACHA: XCHACHA}
-# "v1.xxx" -> "v1", "v1e.xxx" -> "v1e": the text before the first dot names the format.
-_WIRE_BY_VERSION: Final[dict[str, WireMode]] = {wire.prefix[:-1]: wire for wire in _WIRE.values()}
-_VERSION_MAX_CHARS: Final = max(map(len, _WIRE_BY_VERSION)) + 1
+_VERSIONS: Final = frozenset(wire.prefix[:-1] for wire in _WIRE.values())
+_VERSION_MAX_CHARS: Final = max(map(len, _VERSIONS)) + 1
 
 
 def _wire_mode(mode: ModeSpec) -> WireMode:
@@ -88,6 +86,8 @@ def _ring_of_secret(secret: bytes) -> KeyRing:
 
 
 def _key_ring(keys: Keys) -> KeyRing:
+    # encode and verify test ``keys.__class__ is KeyRing`` (it is final) inline
+    # first, to save a call per token.
     if isinstance(keys, KeyRing):
         return keys
     if isinstance(keys, bytes):
@@ -104,8 +104,9 @@ def _check_int(name: str, value: object, minimum: int) -> int:
     return value
 
 
-def _now(now: int | None) -> int:
-    return int(time.time()) if now is None else _check_int("now", now, INT64_MIN)
+def _check_now(now: int) -> int:
+    # Callers read the clock inline when ``now`` is None: a call less per token.
+    return _check_int("now", now, INT64_MIN)
 
 
 # The options a server passes are few and repeat on every call, so each distinct
@@ -119,14 +120,14 @@ def _encode_plan(mode: ModeSpec, ttl: int, max_token_bytes: int) -> WireMode:
 
 
 @lru_cache(maxsize=64, typed=True)
-def _verify_plan(modes: Modes, leeway: int, max_token_bytes: int) -> frozenset[WireMode]:
+def _verify_plan(modes: Modes, leeway: int, max_token_bytes: int) -> tuple[WireMode, ...]:
     _check_int("leeway", leeway, 0)
     _check_int("max_token_bytes", max_token_bytes, 1)
     if not isinstance(modes, tuple):
-        return frozenset((_wire_mode(modes),))
+        return (_wire_mode(modes),)
     if not modes:
         raise ValueError("mode must name at least one Mode")
-    return frozenset(map(_wire_mode, modes))
+    return tuple(dict.fromkeys(map(_wire_mode, modes)))
 
 
 _encode_state: Final = msgspec.json.Encoder().encode
@@ -211,18 +212,18 @@ def _encode(
     urandom: Callable[[int], bytes],
 ) -> str:
     # The deterministic entry point behind ``encode``: tests pass a fixed ``urandom``.
-    ring = _key_ring(keys)
+    ring = keys if keys.__class__ is KeyRing else _key_ring(keys)
     wire = _encode_plan(mode, ttl, max_token_bytes)
-    exp = _now(now) + ttl
+    exp = (int(_clock()) if now is None else _check_now(now)) + ttl
     if exp > INT64_MAX:
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
     text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
-    bind_tag = ring.bind_tags(subject, tool)[0]
+    key, bind_tag = ring.bindings(subject, tool)[0]
     # One read of the CSPRNG per token: the nonce (if any), then the token id.
     random = urandom(wire.nonce_bytes + TOKEN_ID_BYTES)
     nonce, token_id = random[: wire.nonce_bytes], random[wire.nonce_bytes :].hex()
     payload = build_payload(text, exp, bind_tag, token_id)
-    token = wire.seal(payload, ring.subkeys[0], bind_tag, nonce)
+    token = wire.seal(payload, key, bind_tag, nonce)
     if len(token) > max_token_bytes:
         raise ValueError(f"the token would be {len(token)} bytes, over max_token_bytes={max_token_bytes}")
     return token
@@ -245,41 +246,43 @@ def _verified(
     returns the reason rather than raising it, so a refusal costs no more than
     an acceptance: the attacker chooses how many of them we pay for.
     """
-    ring = _key_ring(keys)
+    ring = keys if keys.__class__ is KeyRing else _key_ring(keys)
     allowed = _verify_plan(mode, leeway, max_token_bytes)
-    moment = _now(now)
+    moment = int(_clock()) if now is None else _check_now(now)
     if not isinstance(token, str):
         return Reason.MALFORMED
     if len(token) > max_token_bytes:
         return Reason.TOO_LARGE
-    dot = token.find(".", 0, _VERSION_MAX_CHARS)
-    wire = _WIRE_BY_VERSION.get(token[:dot]) if dot > 0 else None
-    if wire is None:
-        return Reason.MALFORMED
-    if wire not in allowed:
-        return Reason.WRONG_MODE
+    # The prefixes are prefix-free, so at most one matches; usually one mode is allowed.
+    for wire in allowed:
+        if token.startswith(wire.prefix):
+            break
+    else:
+        return _unexpected_prefix(token)
     try:
-        bind_tags = ring.bind_tags(subject, tool)
+        bindings = ring.bindings(subject, tool)
     except ValueError:
         return Reason.WRONG_BINDING
-    opened = wire.open(token, ring.subkeys, bind_tags)
+    opened = wire.open(token, bindings)
     # Test for the success type: an exact match is isinstance's fast path, while
     # isinstance(x, Reason) always pays for the Enum metaclass's __instancecheck__ lookup.
     if not isinstance(opened, tuple):
         return opened
-    authenticated, bind_tag = opened
-    payload = parse_payload(authenticated)
+    payload = read_payload(opened[0], opened[1], moment, leeway)
     if not isinstance(payload, Payload):
         return payload
-    refused = check_claims(payload, bind_tag, moment, leeway)
-    if refused is not None:
-        return refused
     if state_type is None:
         return payload.s, payload, moment
     try:
         return _state_decoder(state_type).decode(payload.s), payload, moment
     except (msgspec.DecodeError, RecursionError):
         return Reason.WRONG_TYPE
+
+
+def _unexpected_prefix(token: str) -> Reason:
+    # "v1.xxx" -> "v1", "v1e.xxx" -> "v1e": the text before the first dot names the format.
+    dot = token.find(".", 0, _VERSION_MAX_CHARS)
+    return Reason.WRONG_MODE if dot > 0 and token[:dot] in _VERSIONS else Reason.MALFORMED
 
 
 def _claim_reason(claimed: object) -> Reason | None:

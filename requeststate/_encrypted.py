@@ -17,7 +17,7 @@ from nacl.exceptions import CryptoError
 
 from ._base64 import b64decode, b64encode
 from ._errors import Reason
-from ._keys import SubKeys
+from ._keys import Binding, SubKeys
 
 __all__ = ["ENCRYPTED", "XCHACHA", "AeadMode"]
 
@@ -37,7 +37,7 @@ class Aead(Protocol):
 class AeadMode:
     """``prefix + B64(nonce || ciphertext || tag)`` under the AEAD ``cipher(key)`` returns."""
 
-    __slots__ = ("_cipher", "_counts_nonces", "nonce_bytes", "prefix")
+    __slots__ = ("_cipher", "_counts_nonces", "_shortest_blob", "nonce_bytes", "prefix")
 
     def __init__(
         self, prefix: str, nonce_bytes: int, cipher: Callable[[SubKeys], Aead], *, counts_nonces: bool
@@ -45,6 +45,7 @@ class AeadMode:
         self.prefix: Final = prefix
         self.nonce_bytes: Final = nonce_bytes
         self._cipher: Final = cipher
+        self._shortest_blob: Final = nonce_bytes + _TAG_BYTES
         # Random 96-bit nonces allow 2^32 seals per key; longer nonces need no count.
         self._counts_nonces: Final = counts_nonces
 
@@ -60,15 +61,13 @@ class AeadMode:
         sealed = self._cipher(key).encrypt(nonce, payload, bind_tag.encode("ascii"))
         return f"{self.prefix}{b64encode(nonce + sealed)}"
 
-    def open(
-        self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]
-    ) -> tuple[bytes, str] | Reason:
+    def open(self, token: str, bindings: tuple[Binding, ...]) -> tuple[bytes, str] | Reason:
         """The decrypted payload and the bind tag it was authenticated under, or why not."""
         blob = b64decode(token[len(self.prefix) :])
-        if blob is None or len(blob) < self.nonce_bytes + _TAG_BYTES:
+        if blob is None or len(blob) < self._shortest_blob:
             return Reason.MALFORMED
         nonce, sealed = blob[: self.nonce_bytes], blob[self.nonce_bytes :]
-        for key, bind_tag in zip(keys, bind_tags, strict=True):
+        for key, bind_tag in bindings:
             try:
                 return self._cipher(key).decrypt(nonce, sealed, bind_tag.encode("ascii")), bind_tag
             except _TAG_FAILURES:

@@ -10,13 +10,13 @@ import msgspec
 
 from ._errors import Reason
 
-__all__ = ["INT64_MAX", "INT64_MIN", "Payload", "build_payload", "check_claims", "parse_payload"]
+__all__ = ["INT64_MAX", "INT64_MIN", "Payload", "build_payload", "read_payload"]
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 
 
-class Payload(msgspec.Struct, frozen=True, omit_defaults=True):
+class Payload(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     """The signed or sealed claims. Field order is the wire order: s, exp, b, id.
 
     ``id`` is our extension (mcp.d ignores it): a unique token id that a replay
@@ -25,7 +25,7 @@ class Payload(msgspec.Struct, frozen=True, omit_defaults=True):
 
     s: str
     exp: Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
-    # 64 lowercase hex: the length here, the alphabet in ``check_claims`` (a
+    # 64 lowercase hex: the length here, the alphabet in ``read_payload`` (a
     # regex here would double the cost of parsing).
     b: Annotated[str, msgspec.Meta(min_length=64, max_length=64)]
     id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
@@ -46,12 +46,14 @@ def build_payload(state: str, exp: int, bind_tag: str, token_id: str | None = No
         raise ValueError("state must be valid Unicode (no lone surrogates)") from None
 
 
-def parse_payload(authenticated: bytes) -> Payload | Reason:
-    """Parse payload bytes whose MAC or AEAD tag has already verified.
+def read_payload(authenticated: bytes, bind_tag: str, now: int, leeway: int) -> Payload | Reason:
+    """The claims in payload bytes whose MAC or AEAD tag has verified, if they hold; else why not.
 
     Strict: a UTF-8 JSON object with ``s`` a string, ``exp`` a signed 64-bit
     JSON integer, ``b`` 64 lowercase hex, ``id`` (if present) a string of 1 to
-    64 characters, and no member name twice; other members are ignored.
+    64 characters, and no member name twice; other members are ignored. Then
+    the claims, in order: not expired at ``now`` (give or take ``leeway``),
+    and bound to ``bind_tag``. One function, so a token costs one call here.
     """
     try:
         payload = _decode_payload(authenticated)
@@ -63,7 +65,16 @@ def parse_payload(authenticated: bytes) -> Payload | Reason:
     # scanned in full.
     if _encode_payload(payload) != authenticated and _has_duplicate_member(authenticated):
         return Reason.MALFORMED
-    return payload
+    if now > payload.exp + leeway:
+        return Reason.EXPIRED
+    # bind_tag is 64 lowercase hex, so a b outside that alphabet can never match
+    # it; which of the two refusals it is matters only to the log.
+    try:
+        if hmac.compare_digest(payload.b, bind_tag):
+            return payload
+    except TypeError:  # compare_digest takes only ASCII str; b is not even hex
+        return Reason.MALFORMED
+    return Reason.MALFORMED if payload.b.strip("0123456789abcdef") else Reason.WRONG_BINDING
 
 
 def _has_duplicate_member(document: bytes) -> bool:
@@ -79,19 +90,3 @@ def _has_duplicate_member(document: bytes) -> bool:
     except (ValueError, RecursionError):  # fail closed where the two parsers disagree
         return True
     return found
-
-
-def check_claims(payload: Payload, bind_tag: str, now: int, leeway: int) -> Reason | None:
-    """Why an authentic payload is refused (expired, then bound elsewhere), or ``None``.
-
-    ``bind_tag`` is 64 lowercase hex, so a ``b`` outside that alphabet can never
-    match it; which of the two refusals it is matters only to the log.
-    """
-    if now > payload.exp + leeway:
-        return Reason.EXPIRED
-    try:
-        if hmac.compare_digest(payload.b, bind_tag):
-            return None
-    except TypeError:  # compare_digest takes only ASCII str; b is not even hex
-        return Reason.MALFORMED
-    return Reason.MALFORMED if payload.b.strip("0123456789abcdef") else Reason.WRONG_BINDING

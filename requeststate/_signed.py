@@ -7,7 +7,7 @@ from typing import Final, final
 
 from ._base64 import b64decode, b64encode
 from ._errors import Reason
-from ._keys import SubKeys
+from ._keys import Binding, SubKeys
 
 __all__ = ["SIGNED"]
 
@@ -25,9 +25,7 @@ class SignedMode:
         """Sign ``payload``; the bind tag is inside it, and no nonce is used."""
         return f"{self.prefix}{b64encode(payload)}.{b64encode(key.mac(payload))}"
 
-    def open(
-        self, token: str, keys: tuple[SubKeys, ...], bind_tags: tuple[str, ...]
-    ) -> tuple[bytes, str] | Reason:
+    def open(self, token: str, bindings: tuple[Binding, ...]) -> tuple[bytes, str] | Reason:
         """The authenticated payload and the bind tag of the key that signed it, or why not."""
         parts = token.split(".")
         if len(parts) != 3:
@@ -36,7 +34,7 @@ class SignedMode:
         mac = b64decode(parts[2])
         if payload is None or mac is None or len(mac) != _MAC_BYTES:
             return Reason.MALFORMED
-        for key, bind_tag in zip(keys, bind_tags, strict=True):
+        for key, bind_tag in bindings:
             if hmac.compare_digest(key.mac(payload), mac):
                 return payload, bind_tag
         return Reason.BAD_SIGNATURE

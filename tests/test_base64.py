@@ -1,11 +1,32 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import os
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from requeststate._base64 import b64decode, b64encode
+
+_BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+# Every character the decoder must refuse somewhere, with the alphabet often enough to
+# reach the decoder's later checks.
+_HOSTILE = _BASE64URL + '+/=\\"!. \n\t\x00\x7f\u00e9\u0660\U0001f600'
+
+
+def _stdlib_reading(text: str) -> bytes | None:
+    # The definition, by another road: the alphabet by regex, then the standard
+    # library's decoder, then canonical means it re-encodes to the same text.
+    if not re.fullmatch(r"[A-Za-z0-9_-]*", text) or len(text) % 4 == 1:
+        return None
+    try:
+        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except binascii.Error:
+        return None
+    return data if base64.urlsafe_b64encode(data).decode().rstrip("=") == text else None
 
 
 @pytest.mark.parametrize("size", range(40))
@@ -60,6 +81,23 @@ def test_characters_outside_the_alphabet_are_refused(text: str) -> None:
 
 def test_empty_string_is_empty_bytes() -> None:
     assert b64decode("") == b""
+
+
+@pytest.mark.parametrize("text", ["\\u0041" * 4, "AAAA" + "\\/" * 4, '"AAA', 'AA""'])
+def test_json_string_syntax_is_refused(text: str) -> None:
+    # The decoder reads through a JSON string: an escape must not smuggle a character in.
+    assert b64decode(text) is None
+
+
+@settings(max_examples=3000)
+@given(st.text(alphabet=st.sampled_from(_HOSTILE), max_size=16) | st.text(alphabet=_BASE64URL, max_size=16))
+def test_decode_agrees_with_the_standard_library(text: str) -> None:
+    assert b64decode(text) == _stdlib_reading(text)
+
+
+@given(st.binary(max_size=64))
+def test_encode_agrees_with_the_standard_library(data: bytes) -> None:
+    assert b64encode(data) == base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
 # --- added for mutation testing: the exact characters at the edges ---------------------------
