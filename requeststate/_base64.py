@@ -18,7 +18,8 @@ __all__ = ["b64decode", "b64encode"]
 _encode_bytes: Final = msgspec.json.Encoder().encode
 _decode_bytes: Final = msgspec.json.Decoder(bytes).decode
 
-_FROM_STANDARD: Final = bytes.maketrans(b"+/", b"-_")
+# Standard to base64url, and the commas between parts to the dots between them.
+_FROM_STANDARD: Final = bytes.maketrans(b"+/,", b"-_.")
 # Base64url to standard. The standard alphabet's own "+" and "/", padding, and
 # the two characters that mean something inside a JSON string (an escape could
 # smuggle in any character) all become "!", which is no base64 at all.
@@ -30,10 +31,11 @@ _CLOSING: Final = (b'"', None, b'=="', b'="')
 _CANONICAL_LAST: Final = ("", "", "AQgw", "AEIMQUYcgkosw048")
 
 
-def b64encode(data: bytes) -> str:
-    """Encode ``data`` as unpadded base64url."""
-    # msgspec writes '"<standard base64, padded>"': translate, dropping quotes and padding.
-    return _encode_bytes(data).translate(_FROM_STANDARD, b'"=').decode("ascii")
+def b64encode(*parts: bytes) -> str:
+    """Each of ``parts`` as unpadded base64url, joined by ``"."``."""
+    # msgspec writes '["<standard base64, padded>",...]' in one call; one
+    # translate makes it base64url, dots between parts, and drops the rest.
+    return _encode_bytes(parts).translate(_FROM_STANDARD, b'[]"=').decode("ascii")
 
 
 def b64decode(text: str) -> bytes | None:

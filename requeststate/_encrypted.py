@@ -59,7 +59,7 @@ class AeadMode:
             if count >= key.aesgcm_warn_at:  # the common case stays one comparison
                 key.check_aesgcm_budget(count)
         sealed = self._cipher(key).encrypt(nonce, payload, bind_tag.encode("ascii"))
-        return f"{self.prefix}{b64encode(nonce + sealed)}"
+        return self.prefix + b64encode(nonce + sealed)
 
     def open(self, token: str, bindings: tuple[Binding, ...]) -> tuple[bytes, str] | Reason:
         """The decrypted payload and the bind tag it was authenticated under, or why not."""

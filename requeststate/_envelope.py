@@ -31,6 +31,7 @@ class Payload(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
 
 
+_HEX_DIGITS: Final = b"0123456789abcdef"
 _encode_payload: Final = msgspec.json.Encoder().encode
 _decode_payload: Final = msgspec.json.Decoder(Payload).decode
 
@@ -74,7 +75,11 @@ def read_payload(authenticated: bytes, bind_tag: str, now: int, leeway: int) -> 
             return payload
     except TypeError:  # compare_digest takes only ASCII str; b is not even hex
         return Reason.MALFORMED
-    return Reason.MALFORMED if payload.b.strip("0123456789abcdef") else Reason.WRONG_BINDING
+    # b is ASCII here (compare_digest took it). Deleting the hex digits in one
+    # bytes pass costs a sixth of str.strip(digits).
+    return (
+        Reason.MALFORMED if payload.b.encode("ascii").translate(None, _HEX_DIGITS) else Reason.WRONG_BINDING
+    )
 
 
 def _has_duplicate_member(document: bytes) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -18,7 +19,7 @@ from benchmarks.cases import codec_cases, make_state
 from benchmarks.multicore import measure_scaling
 from benchmarks.peers import Peer, build_peer
 from benchmarks.report import judge, render, to_json, write_chart
-from benchmarks.run import Results, Settings, run
+from benchmarks.run import Results, Settings, Timing, run
 
 TINY = Settings(
     quick=True,
@@ -105,6 +106,19 @@ def test_report_and_json_have_every_section(results: Results) -> None:
         "Definitions",
     ):
         assert heading in text
+
+
+def test_the_sdk_target_says_how_far_the_modes_primitives_alone_would_go(results: Results) -> None:
+    # A round of the SDK that takes exactly 10 signed floor rounds at 64 B.
+    floor = sum(
+        timing.best_us
+        for op in ("encode floor", "decode floor")
+        if (timing := results.timing("signed", op, 64)) is not None
+    )
+    sdk = Timing("mcp SDK", "round", 64, 10 * floor, 10 * floor, 1.0, 1, 1)
+    targets = judge(dataclasses.replace(results, peers=["mcp SDK"], timings=[*results.timings, sdk]))
+    (target,) = (t for t in targets if t.name.startswith("round signed >= 4x faster than the mcp SDK"))
+    assert target.detail.endswith("(its primitives alone: 10.0x)")
 
 
 def test_refusal_cases_are_refusals() -> None:
