@@ -280,9 +280,10 @@ def _verified(
 
 
 def _unexpected_prefix(token: str) -> Reason:
-    # "v1.xxx" -> "v1", "v1e.xxx" -> "v1e": the text before the first dot names the format.
-    dot = token.find(".", 0, _VERSION_MAX_CHARS)
-    return Reason.WRONG_MODE if dot > 0 and token[:dot] in _VERSIONS else Reason.MALFORMED
+    # "v1.xxx" -> "v1", "v1e.xxx" -> "v1e": the text before the first dot names
+    # the format. Only the first few characters are read, however long the token.
+    version, dot, _ = token[:_VERSION_MAX_CHARS].partition(".")
+    return Reason.WRONG_MODE if dot and version in _VERSIONS else Reason.MALFORMED
 
 
 def _claim_reason(claimed: object) -> Reason | None:

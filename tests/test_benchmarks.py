@@ -14,7 +14,8 @@ import pytest
 
 import requeststate as rs
 from benchmarks import __main__ as cli
-from benchmarks import guards
+from benchmarks import bound, guards
+from benchmarks.bound import bound_cases
 from benchmarks.cases import codec_cases, make_state
 from benchmarks.multicore import measure_scaling
 from benchmarks.peers import Peer, build_peer
@@ -119,6 +120,19 @@ def test_the_sdk_target_says_how_far_the_modes_primitives_alone_would_go(results
     targets = judge(dataclasses.replace(results, peers=["mcp SDK"], timings=[*results.timings, sdk]))
     (target,) = (t for t in targets if t.name.startswith("round signed >= 4x faster than the mcp SDK"))
     assert target.detail.endswith("(its primitives alone: 10.0x)")
+
+
+def test_bound_cases_each_decode_the_valid_token() -> None:
+    cases = bound_cases(rs.KeyRing(bytes(range(32))))
+    assert list(cases) == ["floor", "parts only", "decode"]
+    assert cases["parts only"]() == cases["decode"]() == make_state(64)
+
+
+def test_bound_prints_each_case_against_the_floor(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bound.main(["--rounds", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["floor", "parts", "decode"]
+    assert lines[0].endswith("1.00x floor")
 
 
 def test_refusal_cases_are_refusals() -> None:

@@ -160,6 +160,20 @@ def test_tuple_of_modes_refuses_the_others(ring: rs.KeyRing) -> None:
     assert reason(token, ring, (rs.Mode.SIGNED, rs.Mode.ENCRYPTED)) is rs.Reason.WRONG_MODE  # type: ignore[arg-type]
 
 
+def test_tuple_naming_a_mode_twice_accepts_it_and_refuses_the_others(ring: rs.KeyRing) -> None:
+    twice = ("encrypted", rs.Mode.ENCRYPTED)
+    assert (
+        rs.verify(mint(ring, rs.Mode.ENCRYPTED), ring, mode=twice, subject="alice", tool="book", now=NOW)
+        == "state"
+    )
+    assert reason(mint(ring, rs.Mode.SIGNED), ring, twice) is rs.Reason.WRONG_MODE  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("token", ["v1e" + "A" * 100 + ".x", ".v1e.x", "x.v1e.x"])
+def test_a_dot_anywhere_but_after_a_version_is_malformed(ring: rs.KeyRing, token: str) -> None:
+    assert reason(token, ring, rs.Mode.SIGNED) is rs.Reason.MALFORMED
+
+
 PREFIXES = {rs.Mode.SIGNED: "v1.", rs.Mode.ENCRYPTED: "v1e.", rs.Mode.XCHACHA: "v1x."}
 
 
