@@ -33,7 +33,7 @@ _CANONICAL_LAST: Final = ("", "", "AQgw", "AEIMQUYcgkosw048")
 
 
 def b64encode(*parts: bytes) -> str:
-    """Each of ``parts`` as unpadded base64url, joined by ``"."``."""
+    """Each of ``parts`` (``bytes``, nothing else) as unpadded base64url, joined by ``"."``."""
     # msgspec writes '["<standard base64, padded>",...]' in one call; one
     # translate makes it base64url, dots between parts, and drops the rest.
     return _encode_bytes(parts).translate(_FROM_STANDARD, b'[]"=').decode("ascii")

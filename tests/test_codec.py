@@ -177,6 +177,21 @@ def test_a_dot_anywhere_but_after_a_version_is_malformed(ring: rs.KeyRing, token
 PREFIXES = {rs.Mode.SIGNED: "v1.", rs.Mode.ENCRYPTED: "v1e.", rs.Mode.XCHACHA: "v1x."}
 
 
+def test_no_prefix_starts_another() -> None:
+    # verify routes a token to the first allowed mode whose prefix it starts with.
+    for prefix in PREFIXES.values():
+        assert [other for other in PREFIXES.values() if other.startswith(prefix)] == [prefix]
+
+
+def test_the_default_clock_is_time_time_read_on_every_call(
+    ring: rs.KeyRing, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = rs.encode("state", ring, mode="signed", ttl=60)
+    monkeypatch.setattr(time, "time", lambda: 4e9)
+    assert rs.decode(token, ring, mode="signed") is None
+    assert rs.decode(rs.encode("state", ring, mode="signed", ttl=60), ring, mode="signed") == "state"
+
+
 @pytest.mark.parametrize("minted", list(rs.Mode), ids=str)
 def test_swapped_prefix_is_refused(ring: rs.KeyRing, mode: rs.Mode, minted: rs.Mode) -> None:
     if minted is not mode:
