@@ -34,7 +34,7 @@ __all__ = ["bound_cases", "main"]
 
 def _parts_only(ring: rs.KeyRing) -> Callable[[str], str | None]:
     def decode(token: str) -> str | None:
-        key, bind_tag = ring.bindings(SUBJECT, TOOL)[0]
+        key, bind_tag = ring.bound_keys(SUBJECT, TOOL)[0]
         blob = b64decode(token[4:])
         if blob is None:
             return None
@@ -52,7 +52,7 @@ def bound_cases(ring: rs.KeyRing) -> dict[str, Callable[[], object]]:
     parts_only = _parts_only(ring)
     blob = b64decode(token[4:]) or b""
     payload = ring.subkeys[0].aesgcm.decrypt(
-        blob[:12], blob[12:], ring.bindings(SUBJECT, TOOL)[0][1].encode("ascii")
+        blob[:12], blob[12:], ring.bound_keys(SUBJECT, TOOL)[0][1].encode("ascii")
     )
     floor = FLOORS["encrypted"](payload, json.loads(payload)["b"].encode("ascii"))
     cases: dict[str, Callable[[], object]] = {

@@ -16,7 +16,7 @@ from ._encrypted import ENCRYPTED, XCHACHA
 from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, read_payload
 from ._errors import InvalidToken, Reason
 from ._guard import AsyncGuard, Guard, GuardUnavailable
-from ._keys import Binding, KeyRing, SubKeys
+from ._keys import BoundKey, KeyRing, SubKeys
 from ._signed import SIGNED
 
 __all__ = [
@@ -62,7 +62,7 @@ class WireMode(Protocol):
     @property
     def nonce_bytes(self) -> int: ...
     def seal(self, payload: bytes, key: SubKeys, bind_tag: str, nonce: bytes) -> str: ...
-    def open(self, token: str, bindings: tuple[Binding, ...]) -> tuple[bytes, str] | Reason: ...
+    def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason: ...
 
 
 _WIRE: Final[dict[str, WireMode]] = {Mode.SIGNED: SIGNED, Mode.ENCRYPTED: ENCRYPTED, Mode.XCHACHA: XCHACHA}
@@ -217,7 +217,7 @@ def _encode(
     if exp > INT64_MAX:
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
     text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
-    key, bind_tag = ring.bindings(subject, tool)[0]
+    key, bind_tag = ring.bound_keys(subject, tool)[0]
     # One read of the CSPRNG per token: the nonce (if any), then the token id.
     random = urandom(wire.nonce_bytes + TOKEN_ID_BYTES)
     nonce, token_id = random[: wire.nonce_bytes], random[wire.nonce_bytes :].hex()
@@ -259,10 +259,10 @@ def _verified(
     else:
         return _unexpected_prefix(token)
     try:
-        bindings = ring.bindings(subject, tool)
+        bound_keys = ring.bound_keys(subject, tool)
     except ValueError:
         return Reason.WRONG_BINDING
-    opened = wire.open(token, bindings)
+    opened = wire.open(token, bound_keys)
     # Test for the success type: an exact match is isinstance's fast path, while
     # isinstance(x, Reason) always pays for the Enum metaclass's __instancecheck__ lookup.
     if not isinstance(opened, tuple):

@@ -17,7 +17,7 @@ from nacl.exceptions import CryptoError
 
 from ._base64 import b64decode, b64encode
 from ._errors import Reason
-from ._keys import Binding, SubKeys
+from ._keys import BoundKey, SubKeys
 
 __all__ = ["ENCRYPTED", "XCHACHA", "AeadMode"]
 
@@ -61,13 +61,13 @@ class AeadMode:
         sealed = self._cipher(key).encrypt(nonce, payload, bind_tag.encode("ascii"))
         return self.prefix + b64encode(nonce + sealed)
 
-    def open(self, token: str, bindings: tuple[Binding, ...]) -> tuple[bytes, str] | Reason:
+    def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason:
         """The decrypted payload and the bind tag it was authenticated under, or why not."""
         blob = b64decode(token[len(self.prefix) :])
         if blob is None or len(blob) < self._shortest_blob:
             return Reason.MALFORMED
         nonce, sealed = blob[: self.nonce_bytes], blob[self.nonce_bytes :]
-        for key, bind_tag in bindings:
+        for key, bind_tag in bound_keys:
             try:
                 return self._cipher(key).decrypt(nonce, sealed, bind_tag.encode("ascii")), bind_tag
             except _TAG_FAILURES:

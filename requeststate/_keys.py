@@ -23,7 +23,7 @@ __all__ = [
     "AESGCM_NONCE_LIMIT",
     "MAX_KEYS",
     "MIN_SECRET_BYTES",
-    "Binding",
+    "BoundKey",
     "KeyRing",
     "SubKeys",
     "bind_input",
@@ -136,20 +136,20 @@ class SubKeys:
         return f"SubKeys(fingerprint={self.fingerprint!r})"
 
 
-Binding: TypeAlias = "tuple[SubKeys, str]"
+BoundKey: TypeAlias = "tuple[SubKeys, str]"
 """A key and the bind tag of one identity under it."""
 
 
-def _bindings_cache(keys: tuple[SubKeys, ...]) -> Callable[[str, str | None], tuple[Binding, ...]]:
+def _bound_keys_cache(keys: tuple[SubKeys, ...]) -> Callable[[str, str | None], tuple[BoundKey, ...]]:
     # A closure over the keys, not a method, so the cache holds no reference
     # back to the ring. lru_cache is bounded and thread-safe; errors are not cached.
     @lru_cache(maxsize=BIND_TAG_CACHE_SIZE)
-    def bindings(subject: str, tool: str | None) -> tuple[Binding, ...]:
+    def bound_keys(subject: str, tool: str | None) -> tuple[BoundKey, ...]:
         data = bind_input(subject, tool)
         # Pairs, not two tuples to zip: iterating them costs a fifth of zip(strict=True).
         return tuple((key, key.bind_tag(data)) for key in keys)
 
-    return bindings
+    return bound_keys
 
 
 @final
@@ -165,12 +165,12 @@ class KeyRing:
     key bytes.
     """
 
-    __slots__ = ("_ephemeral", "_keys", "bindings")
+    __slots__ = ("_ephemeral", "_keys", "bound_keys")
 
     _keys: tuple[SubKeys, ...]
     _ephemeral: bool
-    bindings: Callable[[str, str | None], tuple[Binding, ...]]
-    """``bindings(subject, tool)``: each key with the bind tag of that identity
+    bound_keys: Callable[[str, str | None], tuple[BoundKey, ...]]
+    """``bound_keys(subject, tool)``: each key with the bind tag of that identity
     under it, in ring order (the first mints). Cached per ring (bounded); raises
     like ``bind_input``. Internal to the codec."""
 
@@ -210,7 +210,7 @@ class KeyRing:
         object.__setattr__(self, "_keys", keys)
         object.__setattr__(self, "_ephemeral", False)
         # The cached function itself, not a method around it: one call less per token.
-        object.__setattr__(self, "bindings", _bindings_cache(keys))
+        object.__setattr__(self, "bound_keys", _bound_keys_cache(keys))
 
     @classmethod
     def ephemeral(cls) -> KeyRing:

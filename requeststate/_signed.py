@@ -7,7 +7,7 @@ from typing import Final, final
 
 from ._base64 import b64decode, b64encode
 from ._errors import Reason
-from ._keys import Binding, SubKeys
+from ._keys import BoundKey, SubKeys
 
 __all__ = ["SIGNED"]
 
@@ -25,7 +25,7 @@ class SignedMode:
         """Sign ``payload``; the bind tag is inside it, and no nonce is used."""
         return self.prefix + b64encode(payload, key.mac(payload))
 
-    def open(self, token: str, bindings: tuple[Binding, ...]) -> tuple[bytes, str] | Reason:
+    def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason:
         """The authenticated payload and the bind tag of the key that signed it, or why not."""
         parts = token.split(".")
         if len(parts) != 3:
@@ -34,7 +34,7 @@ class SignedMode:
         mac = b64decode(parts[2])
         if payload is None or mac is None or len(mac) != _MAC_BYTES:
             return Reason.MALFORMED
-        for key, bind_tag in bindings:
+        for key, bind_tag in bound_keys:
             if hmac.compare_digest(key.mac(payload), mac):
                 return payload, bind_tag
         return Reason.BAD_SIGNATURE

@@ -272,7 +272,7 @@ def test_bind_tag_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pyt
 
     monkeypatch.setattr(hmac, "compare_digest", spy)
     rs.verify(token, ring, mode="encrypted", subject="alice", tool="book", now=NOW)
-    assert compared == [ring.bindings("alice", "book")[0][1]]
+    assert compared == [ring.bound_keys("alice", "book")[0][1]]
 
 
 # --- expiry ------------------------------------------------------------------------
@@ -522,7 +522,7 @@ def test_guard_that_cannot_answer_fails_closed(ring: rs.KeyRing) -> None:
 
 
 def test_token_without_an_id_cannot_be_guarded(ring: rs.KeyRing) -> None:
-    tag = ring.bindings("alice", "book")[0][1]
+    tag = ring.bound_keys("alice", "book")[0][1]
     token = ref.signed_token(SECRET, ref.payload("state", NOW, tag))  # as mcp.d writes it
     assert rs.verify(token, ring, mode="signed", subject="alice", tool="book", now=NOW) == "state"
     assert reason(token, ring, rs.Mode.SIGNED, guard=RecordingGuard()) is rs.Reason.MALFORMED
@@ -649,7 +649,7 @@ def test_budget_counts_only_the_minting_key() -> None:
 
 
 def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) -> None:
-    tag = ring.bindings("alice", "book")[0][1]
+    tag = ring.bound_keys("alice", "book")[0][1]
     token = ref.signed_token(SECRET, ref.payload("state", NOW, tag))  # as mcp.d writes it
     coroutine = rs.averify(
         token, ring, mode="signed", subject="alice", tool="book", now=NOW, guard=AsyncMemoryGuard()

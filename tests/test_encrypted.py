@@ -48,8 +48,8 @@ def test_open_returns_payload_and_the_tag_it_was_sealed_under(aead: AeadMode) ->
     ring = rs.KeyRing(OTHER_SECRET, SECRET)
     old_tag = "old" + TAG[3:]
     token = REFERENCE[aead](SECRET, PAYLOAD, old_tag, nonce(aead))
-    bindings = tuple(zip(ring.subkeys, (TAG, old_tag), strict=True))
-    assert aead.open(token, bindings) == (PAYLOAD, old_tag)
+    bound_keys = tuple(zip(ring.subkeys, (TAG, old_tag), strict=True))
+    assert aead.open(token, bound_keys) == (PAYLOAD, old_tag)
 
 
 def open_reason(aead: AeadMode, token: str, ring: rs.KeyRing, tag: str = TAG) -> object:

@@ -9,7 +9,7 @@ import pytest
 from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
 
 import requeststate as rs
-from requeststate._keys import Binding, bind_input, derive_subkey
+from requeststate._keys import BoundKey, bind_input, derive_subkey
 from tests import reference as ref
 from tests.conftest import OTHER_SECRET, SECRET
 
@@ -51,9 +51,9 @@ def test_bind_input_refuses_non_str(subject: object, tool: object) -> None:
         bind_input(subject, tool)  # type: ignore[arg-type]
 
 
-def test_bindings_pair_each_key_with_its_spec_bind_tag_in_ring_order() -> None:
+def test_bound_keys_pair_each_key_with_its_spec_bind_tag_in_ring_order() -> None:
     ring = rs.KeyRing(SECRET, OTHER_SECRET)
-    assert ring.bindings("alice", "tool") == (
+    assert ring.bound_keys("alice", "tool") == (
         (ring.subkeys[0], ref.bind_tag(SECRET, "alice", "tool")),
         (ring.subkeys[1], ref.bind_tag(OTHER_SECRET, "alice", "tool")),
     )
@@ -155,13 +155,13 @@ def test_a_ring_from_secrets_is_not_ephemeral(ring: rs.KeyRing) -> None:
     assert not ring.is_ephemeral
 
 
-def test_bindings_are_the_same_from_many_threads(ring: rs.KeyRing) -> None:
-    expected = ring.bindings("alice", "tool")
-    results: list[tuple[Binding, ...]] = []
+def test_bound_keys_are_the_same_from_many_threads(ring: rs.KeyRing) -> None:
+    expected = ring.bound_keys("alice", "tool")
+    results: list[tuple[BoundKey, ...]] = []
 
     def work() -> None:
-        results.extend(ring.bindings(f"user{i % 50}", "tool") for i in range(500))
-        results.append(ring.bindings("alice", "tool"))
+        results.extend(ring.bound_keys(f"user{i % 50}", "tool") for i in range(500))
+        results.append(ring.bound_keys("alice", "tool"))
 
     threads = [threading.Thread(target=work) for _ in range(8)]
     for thread in threads:

@@ -25,12 +25,12 @@ def test_seal_is_deterministic(ring: rs.KeyRing) -> None:
 def test_open_returns_payload_and_the_signing_keys_tag() -> None:
     ring = rs.KeyRing(OTHER_SECRET, SECRET)
     token = ref.signed_token(SECRET, PAYLOAD)
-    bindings = tuple(zip(ring.subkeys, ("tag-new", "tag-old"), strict=True))
-    assert SIGNED.open(token, bindings) == (PAYLOAD, "tag-old")
+    bound_keys = tuple(zip(ring.subkeys, ("tag-new", "tag-old"), strict=True))
+    assert SIGNED.open(token, bound_keys) == (PAYLOAD, "tag-old")
 
 
 def open_reason(token: str, ring: rs.KeyRing) -> object:
-    return SIGNED.open(token, ring.bindings("", None))
+    return SIGNED.open(token, ring.bound_keys("", None))
 
 
 def test_payload_tampered_is_a_bad_signature(ring: rs.KeyRing) -> None:

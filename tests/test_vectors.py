@@ -32,7 +32,7 @@ def test_spec_vector_decodes() -> None:
 
 def test_spec_vector_is_what_the_signed_mode_writes_without_an_id() -> None:
     keys = rs.KeyRing(bytes(range(32)))
-    tag = keys.bindings("alice", "tool")[0][1]
+    tag = keys.bound_keys("alice", "tool")[0][1]
     payload = build_payload('{"step":1}', 2_000_000_000, tag)
     assert SIGNED.seal(payload, keys.subkeys[0], tag, b"") == SPEC_VECTOR
 
