@@ -103,11 +103,6 @@ def _check_int(name: str, value: object, minimum: int) -> int:
     return value
 
 
-def _check_now(now: int) -> int:
-    # Callers read the clock inline when ``now`` is None: a call less per token.
-    return _check_int("now", now, INT64_MIN)
-
-
 # The options a server passes are few and repeat on every call, so each distinct
 # set is validated once and its result cached (errors are not cached). typed:
 # True == 1 and hashes alike, and must not pass as a validated ttl of 1.
@@ -213,7 +208,8 @@ def _encode(
     # The deterministic entry point behind ``encode``: tests pass a fixed ``urandom``.
     ring = keys if keys.__class__ is KeyRing else _key_ring(keys)
     wire = _encode_plan(mode, ttl, max_token_bytes)
-    exp = (int(time.time()) if now is None else _check_now(now)) + ttl
+    # The clock is read inline, not through a helper: a call less per token.
+    exp = (int(time.time()) if now is None else _check_int("now", now, INT64_MIN)) + ttl
     if exp > INT64_MAX:
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
     text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
@@ -247,7 +243,7 @@ def _verified(
     """
     ring = keys if keys.__class__ is KeyRing else _key_ring(keys)
     allowed = _verify_plan(mode, leeway, max_token_bytes)
-    moment = int(time.time()) if now is None else _check_now(now)
+    moment = int(time.time()) if now is None else _check_int("now", now, INT64_MIN)
     if not isinstance(token, str):
         return Reason.MALFORMED
     if len(token) > max_token_bytes:
