@@ -34,7 +34,7 @@ __all__ = ["bound_cases", "main"]
 
 def _parts_only(ring: rs.KeyRing) -> Callable[[str], str | None]:
     def decode(token: str) -> str | None:
-        key, bind_tag = ring.bound_keys(SUBJECT, TOOL)[0]
+        key, bind_tag = ring._bound_keys(SUBJECT, TOOL)[0]
         blob = b64decode(token[4:])
         if blob is None:
             return None
@@ -51,8 +51,8 @@ def bound_cases(ring: rs.KeyRing) -> dict[str, Callable[[], object]]:
     token = rs.encode(state, ring, mode="encrypted", subject=SUBJECT, tool=TOOL)
     parts_only = _parts_only(ring)
     blob = b64decode(token[4:]) or b""
-    payload = ring.subkeys[0].aesgcm.decrypt(
-        blob[:12], blob[12:], ring.bound_keys(SUBJECT, TOOL)[0][1].encode("ascii")
+    payload = ring._subkeys[0].aesgcm.decrypt(
+        blob[:12], blob[12:], ring._bound_keys(SUBJECT, TOOL)[0][1].encode("ascii")
     )
     floor = FLOORS["encrypted"](payload, json.loads(payload)["b"].encode("ascii"))
     cases: dict[str, Callable[[], object]] = {

@@ -13,7 +13,7 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar, overload
 import msgspec
 
 from ._encrypted import ENCRYPTED, XCHACHA
-from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, read_payload
+from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, read_payload, too_deep
 from ._errors import InvalidToken, Reason
 from ._guard import AsyncGuard, Guard, GuardUnavailable
 from ._keys import BoundKey, KeyRing, SubKeys
@@ -213,7 +213,7 @@ def _encode(
     if exp > INT64_MAX:
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
     text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
-    key, bind_tag = ring.bound_keys(subject, tool)[0]
+    key, bind_tag = ring._bound_keys(subject, tool)[0]
     # One read of the CSPRNG per token: the nonce (if any), then the token id.
     random = urandom(wire.nonce_bytes + TOKEN_ID_BYTES)
     nonce, token_id = random[: wire.nonce_bytes], random[wire.nonce_bytes :].hex()
@@ -255,8 +255,8 @@ def _verified(
     else:
         return _unexpected_prefix(token)
     try:
-        bound_keys = ring.bound_keys(subject, tool)
-    except ValueError:
+        bound_keys = ring._bound_keys(subject, tool)
+    except (TypeError, ValueError):  # an invalid identity, of any type, is a refusal
         return Reason.WRONG_BINDING
     opened = wire.open(token, bound_keys)
     # Test for the success type: an exact match is isinstance's fast path, while
@@ -268,6 +268,8 @@ def _verified(
         return payload
     if state_type is None:
         return payload.s, payload, moment
+    if too_deep(payload.s):
+        return Reason.WRONG_TYPE
     try:
         return _state_decoder(state_type).decode(payload.s), payload, moment
     except (msgspec.DecodeError, RecursionError):

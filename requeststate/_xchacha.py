@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final, final
+from typing import Final, NoReturn, final
 
 from nacl.bindings import (
     crypto_aead_xchacha20poly1305_ietf_decrypt,
@@ -34,3 +34,7 @@ class XChaCha20Poly1305:
 
     def __repr__(self) -> str:
         return "XChaCha20Poly1305(<key>)"
+
+    def __reduce__(self) -> NoReturn:
+        # A pickle would carry the raw key wherever it goes.
+        raise TypeError("XChaCha20Poly1305 cannot be pickled: it holds a key")

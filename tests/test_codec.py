@@ -4,7 +4,7 @@ import asyncio
 import hmac
 import json
 import time
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import pytest
@@ -12,6 +12,7 @@ import pytest
 import requeststate as rs
 from requeststate._base64 import b64decode
 from requeststate._codec import _encode, check_options
+from requeststate._envelope import MAX_JSON_DEPTH
 from tests import reference as ref
 from tests.conftest import ALL_MODES, NOW, OTHER_SECRET, SECRET
 
@@ -77,6 +78,20 @@ def test_typed_decode_of_non_json_state_is_wrong_type(ring: rs.KeyRing, mode: rs
 def test_typed_decode_of_deeply_nested_state_is_wrong_type(ring: rs.KeyRing, mode: rs.Mode) -> None:
     token = mint(ring, mode, "[" * 5000 + "]" * 5000)
     assert reason(token, ring, mode, type=object) is rs.Reason.WRONG_TYPE
+
+
+def test_typed_decode_reads_a_state_nested_to_the_depth_limit(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    expected: list[object] = []
+    for _ in range(MAX_JSON_DEPTH - 1):
+        expected = [expected]
+    token = mint(ring, mode, "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH)
+    assert rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, type=list) == expected
+
+
+def test_typed_decode_refuses_a_state_one_past_the_depth_limit(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    # Every Python alike: 3.13 follows nesting that 3.11 refuses by RecursionError.
+    depth = MAX_JSON_DEPTH + 1
+    assert reason(mint(ring, mode, "[" * depth + "]" * depth), ring, mode, type=list) is rs.Reason.WRONG_TYPE
 
 
 def test_raw_secret_works_as_keys(mode: rs.Mode) -> None:
@@ -240,25 +255,43 @@ def test_tool_only_binding_differs_from_subject_only(ring: rs.KeyRing, mode: rs.
     assert reason(token, ring, mode, subject="book", tool=None) is EXPECTED_BINDING_REASON[mode]
 
 
-@pytest.mark.parametrize(
-    "identity",
-    [{"subject": "a\0"}, {"tool": "b\0"}, {"subject": "\ud800"}, {"tool": "\udfff"}],
-    ids=["NUL subject", "NUL tool", "surrogate subject", "surrogate tool"],
-)
+INVALID_IDENTITIES: Final = [
+    {"subject": "a\0"},
+    {"tool": "b\0"},
+    {"subject": "\ud800"},
+    {"tool": "\udfff"},
+    {"subject": ' {"s":"x"}', "tool": None},
+]
+INVALID_IDENTITY_IDS: Final = [
+    "NUL subject",
+    "NUL tool",
+    "surrogate subject",
+    "surrogate tool",
+    "payload subject",
+]
+
+
+@pytest.mark.parametrize("identity", INVALID_IDENTITIES, ids=INVALID_IDENTITY_IDS)
 def test_invalid_identity_raises_at_encode(ring: rs.KeyRing, mode: rs.Mode, identity: dict[str, str]) -> None:
-    with pytest.raises(ValueError, match=r"U\+0000|surrogate"):
+    with pytest.raises(ValueError, match=r"U\+0000|surrogate|start with"):
         mint(ring, mode, **identity)
 
 
 @pytest.mark.parametrize(
     "identity",
-    [{"subject": "a\0"}, {"tool": "b\0"}, {"subject": "\ud800"}, {"tool": "\udfff"}],
-    ids=["NUL subject", "NUL tool", "surrogate subject", "surrogate tool"],
+    [*INVALID_IDENTITIES, {"subject": None}, {"subject": 7}, {"tool": b"book"}, {"subject": ["alice"]}],
+    ids=[*INVALID_IDENTITY_IDS, "None subject", "int subject", "bytes tool", "unhashable subject"],
 )
 def test_invalid_identity_is_refused_at_verify(
-    ring: rs.KeyRing, mode: rs.Mode, identity: dict[str, str]
+    ring: rs.KeyRing, mode: rs.Mode, identity: dict[str, object]
 ) -> None:
+    # The docs call an invalid identity a refusal: of any type, never a raise.
     assert reason(mint(ring, mode), ring, mode, **identity) is rs.Reason.WRONG_BINDING
+
+
+def test_non_str_identity_raises_at_encode(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    with pytest.raises(TypeError, match="subject must be a str and tool a str or None"):
+        mint(ring, mode, subject=None)
 
 
 def test_bind_tag_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -272,7 +305,7 @@ def test_bind_tag_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pyt
 
     monkeypatch.setattr(hmac, "compare_digest", spy)
     rs.verify(token, ring, mode="encrypted", subject="alice", tool="book", now=NOW)
-    assert compared == [ring.bound_keys("alice", "book")[0][1]]
+    assert compared == [ring._bound_keys("alice", "book")[0][1]]
 
 
 # --- expiry ------------------------------------------------------------------------
@@ -522,7 +555,7 @@ def test_guard_that_cannot_answer_fails_closed(ring: rs.KeyRing) -> None:
 
 
 def test_token_without_an_id_cannot_be_guarded(ring: rs.KeyRing) -> None:
-    tag = ring.bound_keys("alice", "book")[0][1]
+    tag = ring._bound_keys("alice", "book")[0][1]
     token = ref.signed_token(SECRET, ref.payload("state", NOW, tag))  # as mcp.d writes it
     assert rs.verify(token, ring, mode="signed", subject="alice", tool="book", now=NOW) == "state"
     assert reason(token, ring, rs.Mode.SIGNED, guard=RecordingGuard()) is rs.Reason.MALFORMED
@@ -649,7 +682,7 @@ def test_budget_counts_only_the_minting_key() -> None:
 
 
 def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) -> None:
-    tag = ring.bound_keys("alice", "book")[0][1]
+    tag = ring._bound_keys("alice", "book")[0][1]
     token = ref.signed_token(SECRET, ref.payload("state", NOW, tag))  # as mcp.d writes it
     coroutine = rs.averify(
         token, ring, mode="signed", subject="alice", tool="book", now=NOW, guard=AsyncMemoryGuard()

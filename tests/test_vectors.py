@@ -32,9 +32,9 @@ def test_spec_vector_decodes() -> None:
 
 def test_spec_vector_is_what_the_signed_mode_writes_without_an_id() -> None:
     keys = rs.KeyRing(bytes(range(32)))
-    tag = keys.bound_keys("alice", "tool")[0][1]
+    tag = keys._bound_keys("alice", "tool")[0][1]
     payload = build_payload('{"step":1}', 2_000_000_000, tag)
-    assert SIGNED.seal(payload, keys.subkeys[0], tag, b"") == SPEC_VECTOR
+    assert SIGNED.seal(payload, keys._subkeys[0], tag, b"") == SPEC_VECTOR
 
 
 def test_reference_reproduces_the_spec_vector() -> None:
