@@ -109,8 +109,13 @@ def read_payload(authenticated: bytes, bind_tag: str, now: int, leeway: int) -> 
 
 
 def _irregular(document: bytes) -> bool:
-    """Whether authenticated payload bytes nest too deep or repeat a member name."""
-    return too_deep(document.decode("utf-8")) or _has_duplicate_member(document)
+    """Whether authenticated payload bytes are not UTF-8, nest too deep, or repeat a member name."""
+    try:
+        # msgspec skips an unknown member without reading its bytes as UTF-8.
+        text = document.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return too_deep(text) or _has_duplicate_member(document)
 
 
 def _has_duplicate_member(document: bytes) -> bool:

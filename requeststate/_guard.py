@@ -13,10 +13,21 @@ import heapq
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Final, Protocol, final
 
-__all__ = ["DEFAULT_CAPACITY", "AsyncGuard", "Guard", "GuardUnavailable", "MemoryGuard", "check_claim_window"]
+from ._errors import Reason
+
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "AsyncGuard",
+    "Guard",
+    "GuardUnavailable",
+    "MemoryGuard",
+    "aclaim",
+    "check_claim_window",
+    "claim",
+]
 
 DEFAULT_CAPACITY: Final = 100_000
 # How much faster than the monotonic clock MemoryGuard's purge clock may run to
@@ -65,6 +76,43 @@ def check_claim_window(expires_at: int, now: int) -> None:
     """Refuse a claim whose window is already over: the caller verified an expired token."""
     if expires_at < now:
         raise ValueError("expires_at is before now: an expired token has nothing to claim")
+
+
+def _outcome(claimed: object) -> Reason | None:
+    if claimed is True:
+        return None
+    if claimed is False:
+        return Reason.REPLAYED
+    if isinstance(claimed, Coroutine):
+        claimed.close()  # never awaited: close it, so no warning names the guard
+        raise TypeError("an async guard needs averify() or adecode()")
+    raise TypeError(f"Guard.claim must return a bool, not {claimed.__class__.__name__}")
+
+
+def claim(guard: Guard | AsyncGuard, token_id: str | None, expires_at: int, now: int) -> Reason | None:
+    """Claim a verified token's id in ``guard``: ``None`` on its first claim, else why it is refused.
+
+    A token with no id (another writer's: mcp.d mints none) cannot be made
+    single-use, and is refused as ``malformed`` wherever a guard is in use.
+    An async guard's claim raises ``TypeError`` here (it needs ``aclaim``).
+    """
+    if token_id is None:
+        return Reason.MALFORMED
+    try:
+        return _outcome(guard.claim(token_id, expires_at, now))
+    except GuardUnavailable:
+        return Reason.GUARD_UNAVAILABLE
+
+
+async def aclaim(guard: AsyncGuard | Guard, token_id: str | None, expires_at: int, now: int) -> Reason | None:
+    """``claim``, awaiting an async guard's answer; a sync guard is called inline."""
+    if token_id is None:
+        return Reason.MALFORMED
+    try:
+        claimed = guard.claim(token_id, expires_at, now)
+        return _outcome(await claimed if isinstance(claimed, Awaitable) else claimed)
+    except GuardUnavailable:
+        return Reason.GUARD_UNAVAILABLE
 
 
 @final

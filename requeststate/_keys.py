@@ -7,7 +7,7 @@ import itertools
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Final, NoReturn, TypeAlias, final
+from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias, final
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
@@ -16,7 +16,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ._base64 import b64decode
 from ._errors import KeyBudgetExhausted
-from ._xchacha import XChaCha20Poly1305
+
+if TYPE_CHECKING:
+    from ._xchacha import XChaCha20Poly1305
 
 __all__ = [
     "AESGCM_NONCE_LIMIT",
@@ -95,11 +97,12 @@ class SubKeys:
     __slots__ = (
         "_aesgcm_limit",
         "_mac",
+        "_xchacha",
+        "_xchacha_key",
         "aesgcm",
         "aesgcm_count",
         "aesgcm_warn_at",
         "fingerprint",
-        "xchacha",
     )
 
     def __init__(self, secret: bytes, aesgcm_limit: int, aesgcm_warn_at: int) -> None:
@@ -107,7 +110,9 @@ class SubKeys:
         # Keyed once; every MAC copies this state instead of re-keying.
         self._mac: Final = HMAC(mac_key, SHA256())
         self.aesgcm: Final = AESGCM(derive_subkey(secret, _ENC_INFO))
-        self.xchacha: Final = XChaCha20Poly1305(derive_subkey(secret, _XCHACHA_INFO))
+        # PyNaCl loads on the first v1x. token, not with the package.
+        self._xchacha_key: Final = derive_subkey(secret, _XCHACHA_INFO)
+        self._xchacha: XChaCha20Poly1305 | None = None
         # A one-way, labelled digest of a subkey: it names the key in a repr or a
         # log without revealing anything that verifies or mints a token.
         self.fingerprint: Final = hashlib.sha256(_FINGERPRINT_LABEL + mac_key).hexdigest()[:8]
@@ -116,6 +121,16 @@ class SubKeys:
         self.aesgcm_count: Final = itertools.count(1)
         self.aesgcm_warn_at: Final = aesgcm_warn_at
         self._aesgcm_limit: Final = aesgcm_limit
+
+    @property
+    def xchacha(self) -> XChaCha20Poly1305:
+        """The XChaCha20-Poly1305 cipher, built on first use."""
+        if self._xchacha is None:
+            # Imported here: `import requeststate` must not load PyNaCl for modes that never use it.
+            from ._xchacha import XChaCha20Poly1305
+
+            self._xchacha = XChaCha20Poly1305(self._xchacha_key)
+        return self._xchacha
 
     def mac(self, data: bytes) -> bytes:
         """``HMAC-SHA256(mac_key, data)``."""
@@ -154,8 +169,8 @@ class SubKeys:
         raise TypeError("SubKeys cannot be pickled: it holds derived key material")
 
 
-BoundKey: TypeAlias = "tuple[SubKeys, str]"
-"""A key and the bind tag of one identity under it."""
+BoundKey: TypeAlias = "tuple[SubKeys, str, bytes]"
+"""A key, the bind tag of one identity under it, and that tag as AEAD associated data."""
 
 
 def _bound_keys_cache(keys: tuple[SubKeys, ...]) -> Callable[[str, str | None], tuple[BoundKey, ...]]:
@@ -169,8 +184,8 @@ def _bound_keys_cache(keys: tuple[SubKeys, ...]) -> Callable[[str, str | None], 
         if found is not None:
             return found
         data = bind_input(subject, tool)
-        # Pairs, not two tuples to zip: iterating them costs a fifth of zip(strict=True).
-        pairs = tuple((key, key.bind_tag(data)) for key in keys)
+        # One tuple per key, not parallel tuples to zip: a fifth of zip(strict=True).
+        pairs = tuple((key, tag, tag.encode("ascii")) for key in keys for tag in (key.bind_tag(data),))
         # The cache fills before any MAC check, from values a client may choose
         # (an MCP tool name): a long identity is computed, never kept, so the
         # cache holds at most BIND_TAG_CACHE_SIZE short ones (a few MiB).

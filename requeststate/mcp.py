@@ -56,7 +56,6 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.methods import INPUT_REQUIRED_METHODS, is_input_required
 
 import requeststate as rs
-from requeststate._codec import check_options
 
 __all__ = [
     "INVALID_MESSAGE",
@@ -147,15 +146,16 @@ class _Sealing:
     def __init__(
         self,
         keys: Keys,
-        mode: rs.Mode | str | tuple[rs.Mode | str, ...],
+        mode: rs.Modes,
         ttl: int,
         leeway: int,
         max_token_bytes: int,
         clock: Callable[[], float] | None,
     ) -> None:
-        self._keys, self._modes = check_options(
-            keys, mode=mode, ttl=ttl, leeway=leeway, max_token_bytes=max_token_bytes
-        )
+        # Validated once, by the codec every token goes through.
+        self._codec = rs.Codec(keys, mode=mode, ttl=ttl, leeway=leeway, max_token_bytes=max_token_bytes)
+        self._keys = self._codec.keys
+        self._modes = self._codec.modes
         self._ttl = ttl
         self._leeway = leeway
         self._max_token_bytes = max_token_bytes
@@ -212,7 +212,7 @@ class Boundary(_Sealing):
         keys: Keys,
         /,
         *,
-        mode: rs.Mode | str | tuple[rs.Mode | str, ...] = rs.Mode.ENCRYPTED,
+        mode: rs.Modes = rs.Mode.ENCRYPTED,
         ttl: int = rs.DEFAULT_TTL,
         on_invalid: OnInvalid = "error",
         bind: Binding = "subject_and_tool",
@@ -350,7 +350,7 @@ def protect(
     keys: Keys,
     /,
     *,
-    mode: rs.Mode | str | tuple[rs.Mode | str, ...] = rs.Mode.ENCRYPTED,
+    mode: rs.Modes = rs.Mode.ENCRYPTED,
     ttl: int = rs.DEFAULT_TTL,
     on_invalid: OnInvalid = "error",
     bind: Binding = "subject_and_tool",
@@ -406,7 +406,7 @@ class SDKCodec(_Sealing):
         keys: Keys,
         /,
         *,
-        mode: rs.Mode | str | tuple[rs.Mode | str, ...] = rs.Mode.ENCRYPTED,
+        mode: rs.Modes = rs.Mode.ENCRYPTED,
         ttl: int = rs.DEFAULT_TTL,
         guard: rs.Guard | None = None,
         max_token_bytes: int = rs.DEFAULT_MAX_TOKEN_BYTES,
@@ -449,7 +449,7 @@ def sdk_security(
     keys: Keys,
     /,
     *,
-    mode: rs.Mode | str | tuple[rs.Mode | str, ...] = rs.Mode.ENCRYPTED,
+    mode: rs.Modes = rs.Mode.ENCRYPTED,
     ttl: int = rs.DEFAULT_TTL,
     audience: str | None = None,
     subject: SubjectSource | None = authenticated_principal,
@@ -471,7 +471,7 @@ def use_codec(
     keys: Keys,
     /,
     *,
-    mode: rs.Mode | str | tuple[rs.Mode | str, ...] = rs.Mode.ENCRYPTED,
+    mode: rs.Modes = rs.Mode.ENCRYPTED,
     ttl: int = rs.DEFAULT_TTL,
     audience: str | None = None,
     subject: SubjectSource | None = authenticated_principal,

@@ -164,7 +164,7 @@ def build(
     tier: Tier,
     shape: Shape,
     keys: rs.KeyRing,
-    mode: rs.Mode | str,
+    mode: rs.Modes,
     **options: Any,
 ) -> Built:
     """A server of ``tier`` protected in ``shape``, with ``FakeAuth`` outermost."""

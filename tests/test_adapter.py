@@ -47,7 +47,7 @@ def test_invalid_identity_is_none(ring: rs.KeyRing, mode: rs.Mode) -> None:
 
 def test_configuration_errors_still_raise(ring: rs.KeyRing) -> None:
     with pytest.raises(ValueError, match="mode"):
-        rs.decode("v1.x.y", ring, mode="nope")
+        rs.decode("v1.x.y", ring, mode="nope")  # type: ignore[call-overload]  # what the Literal type catches
     with pytest.raises(ValueError, match="leeway"):
         rs.decode("v1.x.y", ring, mode="signed", leeway=-1)
     with pytest.raises(TypeError, match="keys"):

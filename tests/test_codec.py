@@ -11,7 +11,6 @@ import pytest
 
 import requeststate as rs
 from requeststate._base64 import b64decode
-from requeststate._codec import _encode, check_options
 from requeststate._envelope import MAX_JSON_DEPTH
 from tests import reference as ref
 from tests.conftest import ALL_MODES, NOW, OTHER_SECRET, SECRET
@@ -139,7 +138,8 @@ def test_encrypted_token_hides_state(ring: rs.KeyRing, mode: rs.Mode) -> None:
 @pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
 def test_deterministic_entry_point_matches_the_reference(ring: rs.KeyRing, mode: rs.Mode) -> None:
     random = bytes(range(100))
-    token = _encode("s", ring, mode, "alice", "book", 10, NOW, 1 << 16, lambda size: random[:size])
+    codec = rs.Codec(ring, mode=mode, ttl=10)
+    token = codec._encode_with("s", "alice", "book", NOW, lambda size: random[:size])
     nonce_size = {rs.Mode.SIGNED: 0, rs.Mode.ENCRYPTED: 12, rs.Mode.XCHACHA: 24}[mode]
     token_id = random[nonce_size : nonce_size + 16].hex()
     expected = ref.token(mode, SECRET, "s", NOW + 10, "alice", "book", random[:nonce_size], token_id)
@@ -164,7 +164,7 @@ def test_token_of_a_mode_not_asked_for_is_wrong_mode(
 
 
 def test_tuple_of_modes_accepts_each(ring: rs.KeyRing) -> None:
-    every = (rs.Mode.SIGNED, "encrypted", "xchacha")
+    every: rs.Modes = (rs.Mode.SIGNED, "encrypted", "xchacha")
     for mode in rs.Mode:
         token = mint(ring, mode)
         assert rs.verify(token, ring, mode=every, subject="alice", tool="book", now=NOW) == "state"
@@ -176,7 +176,7 @@ def test_tuple_of_modes_refuses_the_others(ring: rs.KeyRing) -> None:
 
 
 def test_tuple_naming_a_mode_twice_accepts_it_and_refuses_the_others(ring: rs.KeyRing) -> None:
-    twice = ("encrypted", rs.Mode.ENCRYPTED)
+    twice: rs.Modes = ("encrypted", rs.Mode.ENCRYPTED)
     assert (
         rs.verify(mint(ring, rs.Mode.ENCRYPTED), ring, mode=twice, subject="alice", tool="book", now=NOW)
         == "state"
@@ -455,7 +455,7 @@ def test_unknown_mode_is_a_value_error(ring: rs.KeyRing, mode: object) -> None:
 
 def test_unknown_mode_at_encode_is_a_value_error(ring: rs.KeyRing) -> None:
     with pytest.raises(ValueError, match="mode"):
-        rs.encode("x", ring, mode="aes")
+        rs.encode("x", ring, mode="aes")  # type: ignore[arg-type]  # what the Literal type catches
 
 
 @pytest.mark.parametrize("keys", [None, "secret" * 10, [SECRET], bytearray(SECRET)])
@@ -692,46 +692,138 @@ def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) 
     assert caught.value.reason is rs.Reason.MALFORMED
 
 
-# --- options checked once, for setup code --------------------------------------------
+# --- the Codec: options checked once, at construction --------------------------------------
 
 
-def test_check_options_returns_the_ring_and_the_modes_in_order(ring: rs.KeyRing) -> None:
-    checked_ring, modes = check_options(
-        ring, mode=("encrypted", rs.Mode.SIGNED), ttl=60, leeway=0, max_token_bytes=100
+def test_codec_holds_the_ring_and_the_modes_in_order(ring: rs.KeyRing) -> None:
+    codec = rs.Codec(ring, mode=("encrypted", rs.Mode.SIGNED, "encrypted"), ttl=60, max_token_bytes=100)
+    assert (codec.keys, codec.modes, codec.ttl, codec.leeway, codec.max_token_bytes, codec.guard) == (
+        ring,
+        (rs.Mode.ENCRYPTED, rs.Mode.SIGNED),
+        60,
+        0,
+        100,
+        None,
     )
-    assert checked_ring is ring
-    assert modes == (rs.Mode.ENCRYPTED, rs.Mode.SIGNED)
 
 
-def test_check_options_derives_a_raw_secret_once() -> None:
-    first, _ = check_options(SECRET, mode="signed", ttl=60, leeway=0, max_token_bytes=100)
-    second, _ = check_options(SECRET, mode="signed", ttl=60, leeway=0, max_token_bytes=100)
-    assert first is second
+def test_codec_derives_a_raw_secret_once() -> None:
+    assert rs.Codec(SECRET, mode="signed").keys is rs.Codec(SECRET, mode="signed").keys
 
 
 @pytest.mark.parametrize(
-    ("options", "error"),
+    ("options", "error", "message"),
     [
-        ({"mode": "rot13"}, ValueError),
-        ({"mode": ()}, ValueError),
-        ({"ttl": 0}, ValueError),
-        ({"ttl": True}, TypeError),
-        ({"leeway": -1}, ValueError),
-        ({"max_token_bytes": 0}, ValueError),
+        (
+            {"mode": "rot13"},
+            ValueError,
+            "^mode must be a Mode or one of 'signed', 'encrypted', 'xchacha', got 'rot13'$",
+        ),
+        ({"mode": ()}, ValueError, "^mode must name at least one Mode$"),
+        ({"mode": ["signed"]}, ValueError, "^mode must be a Mode or one of"),
+        ({"ttl": 0}, ValueError, "^ttl must be an int from 1 to 2\\*\\*63-1, got 0$"),
+        ({"ttl": True}, TypeError, "^ttl must be an int, not bool$"),
+        ({"leeway": -1}, ValueError, "^leeway must be an int from 0 to 2\\*\\*63-1, got -1$"),
+        ({"max_token_bytes": 0}, ValueError, "^max_token_bytes must be an int from 1"),
+        (
+            {"guard": rs.MemoryGuard},
+            TypeError,
+            "^guard must be an instance, such as MemoryGuard\\(\\), not the class",
+        ),
+        (
+            {"guard": object()},
+            TypeError,
+            "^guard must have a claim\\(token_id, expires_at, now\\) method; a object",
+        ),
+        ({"clock": 5}, TypeError, "^clock must be a callable returning unix seconds, not int$"),
+    ],
+    ids=[
+        "mode",
+        "no-mode",
+        "mode-list",
+        "ttl",
+        "ttl-bool",
+        "leeway",
+        "size",
+        "guard-class",
+        "guard-object",
+        "clock",
     ],
 )
-def test_check_options_refuses_what_encode_or_verify_would(
-    ring: rs.KeyRing, options: dict[str, object], error: type[Exception]
+def test_codec_refuses_a_bad_option_at_construction(
+    ring: rs.KeyRing, options: dict[str, Any], error: type[Exception], message: str
 ) -> None:
-    arguments: dict[str, object] = {
-        "mode": "signed",
-        "ttl": 60,
-        "leeway": 0,
-        "max_token_bytes": 100,
-        **options,
-    }
-    with pytest.raises(error):
-        check_options(ring, **arguments)  # type: ignore[arg-type]
+    with pytest.raises(error, match=message):
+        rs.Codec(ring, **{"mode": "signed", **options})
+
+
+def test_codec_reads_its_clock_on_each_call(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    readings = iter([NOW, NOW + 301])
+    codec = rs.Codec(ring, mode=mode, clock=lambda: next(readings))
+    token = codec.encode("x")
+    assert rs.decode(token, ring, mode=mode, now=NOW + 300) == "x"
+    assert codec.decode(token) is None  # the second reading: one second past exp
+
+
+def test_codec_now_overrides_its_clock(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    codec = rs.Codec(ring, mode=mode, clock=lambda: 0.0)
+    assert codec.decode(codec.encode("x", now=NOW), now=NOW) == "x"
+
+
+def test_codec_and_functions_mint_alike(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    codec = rs.Codec(ring, mode=mode, ttl=60)
+    assert (
+        rs.verify(
+            codec.encode("x", subject="a", tool="t", now=NOW),
+            ring,
+            mode=mode,
+            subject="a",
+            tool="t",
+            now=NOW + 60,
+        )
+        == "x"
+    )
+    assert (
+        codec.verify(
+            rs.encode("y", ring, mode=mode, subject="a", tool="t", ttl=60, now=NOW),
+            subject="a",
+            tool="t",
+            now=NOW + 60,
+        )
+        == "y"
+    )
+
+
+def test_codec_with_an_async_guard_refuses_sync_calls_up_front(ring: rs.KeyRing) -> None:
+    codec = rs.Codec(ring, mode="signed", guard=AsyncMemoryGuard())
+    with pytest.raises(TypeError, match=r"^an async guard needs averify\(\) or adecode\(\)$"):
+        codec.decode("not even a token")
+
+
+def test_codec_repr_names_the_fingerprint_and_no_key_bytes(ring: rs.KeyRing) -> None:
+    codec = rs.Codec(ring, mode=("signed", "encrypted"), ttl=60, guard=rs.MemoryGuard())
+    assert repr(codec) == f"Codec(keys={ring!r}, mode=signed,encrypted, ttl=60, guard=MemoryGuard)"
+
+
+def test_functions_build_a_codec_per_option_set_once(ring: rs.KeyRing) -> None:
+    from requeststate._codec import _codec
+
+    assert _codec(ring, "signed", 60, 0, 100, None) is _codec(ring, "signed", 60, 0, 100, None)
+    assert _codec(ring, "signed", 60, 0, 100, None) is not _codec(ring, "signed", 61, 0, 100, None)
+
+
+def test_functions_take_an_unhashable_guard(ring: rs.KeyRing) -> None:
+    class ListGuard(list[str]):  # a list: unhashable
+        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+            if token_id in self:
+                return False
+            self.append(token_id)
+            return True
+
+    guard = ListGuard()
+    token = rs.encode("x", ring, mode="signed", now=NOW)
+    assert rs.decode(token, ring, mode="signed", now=NOW, guard=guard) == "x"
+    assert rs.decode(token, ring, mode="signed", now=NOW, guard=guard) is None
 
 
 # --- added for mutation testing: boundaries, prefixes, async options, error messages ------------
@@ -773,7 +865,7 @@ def test_each_mode_name_works_with_a_ttl_used_nowhere_else(ring: rs.KeyRing) -> 
 
 def test_unknown_mode_error_lists_every_choice(ring: rs.KeyRing) -> None:
     with pytest.raises(ValueError, match=r"'signed', 'encrypted', 'xchacha', got 'rot13'$"):
-        rs.encode("x", ring, mode="rot13")
+        rs.encode("x", ring, mode="rot13")  # type: ignore[arg-type]  # what the Literal type catches
 
 
 def test_keys_type_error_names_the_type_given(ring: rs.KeyRing) -> None:

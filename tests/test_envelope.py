@@ -178,3 +178,9 @@ def test_claims_refuse_a_b_of_x_as_malformed() -> None:
 def test_build_surrogate_error_states_the_rule() -> None:
     with pytest.raises(ValueError, match=r"^state must be valid Unicode \(no lone surrogates\)$"):
         build_payload("\ud800", 1, TAG)
+
+
+def test_parse_refuses_bytes_that_are_not_utf8_in_an_unknown_member() -> None:
+    # msgspec skips an unknown member without reading it as UTF-8; found by the fuzz corpus.
+    raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":"\xdb"}'
+    assert parse_payload(raw) is rs.Reason.MALFORMED

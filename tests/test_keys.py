@@ -55,9 +55,10 @@ def test_bind_input_refuses_non_str(subject: object, tool: object) -> None:
 
 def test_bound_keys_pair_each_key_with_its_spec_bind_tag_in_ring_order() -> None:
     ring = rs.KeyRing(SECRET, OTHER_SECRET)
+    new, old = ref.bind_tag(SECRET, "alice", "tool"), ref.bind_tag(OTHER_SECRET, "alice", "tool")
     assert ring._bound_keys("alice", "tool") == (
-        (ring._subkeys[0], ref.bind_tag(SECRET, "alice", "tool")),
-        (ring._subkeys[1], ref.bind_tag(OTHER_SECRET, "alice", "tool")),
+        (ring._subkeys[0], new, new.encode("ascii")),
+        (ring._subkeys[1], old, old.encode("ascii")),
     )
 
 

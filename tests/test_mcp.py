@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SECRET = bytes(range(32))
 OTHER_SECRET = bytes(range(32, 64))
 KEYS = rs.KeyRing(SECRET)
-MODES = ("signed", "encrypted")
+MODES: tuple[rs.ModeName, ...] = ("signed", "encrypted")
 TIMEOUT = 20
 FROZEN = {"reason": "invalid_request_state"}
 REASONS = [reason.value for reason in rs.Reason]
@@ -145,7 +145,7 @@ everywhere = pytest.mark.parametrize(
 
 
 @everywhere
-async def test_full_multi_round_flow_completes(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_full_multi_round_flow_completes(tier: Tier, shape: Shape, mode: rs.ModeName) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> str:
@@ -157,7 +157,7 @@ async def test_full_multi_round_flow_completes(tier: Tier, shape: Shape, mode: s
 
 
 @everywhere
-async def test_handler_reads_plaintext_state_it_minted(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_handler_reads_plaintext_state_it_minted(tier: Tier, shape: Shape, mode: rs.ModeName) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -173,7 +173,7 @@ async def test_handler_reads_plaintext_state_it_minted(tier: Tier, shape: Shape,
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_prompt_flow_completes(mode: str) -> None:
+async def test_prompt_flow_completes(mode: rs.ModeName) -> None:
     built = build("mcpserver", "boundary", KEYS, mode)
 
     async def run() -> str:
@@ -202,7 +202,9 @@ async def test_resource_flow_completes(shape: Shape) -> None:
 
 
 @everywhere
-async def test_tampered_echo_is_refused_before_the_handler(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_tampered_echo_is_refused_before_the_handler(
+    tier: Tier, shape: Shape, mode: rs.ModeName
+) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -217,7 +219,7 @@ async def test_tampered_echo_is_refused_before_the_handler(tier: Tier, shape: Sh
 
 
 @everywhere
-async def test_echo_from_another_user_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_echo_from_another_user_is_refused(tier: Tier, shape: Shape, mode: rs.ModeName) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -274,7 +276,9 @@ async def test_subject_claimed_in_meta_is_ignored(shape: Shape) -> None:
 
 
 @everywhere
-async def test_echo_replayed_into_another_tool_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_echo_replayed_into_another_tool_is_refused(
+    tier: Tier, shape: Shape, mode: rs.ModeName
+) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -331,7 +335,7 @@ def principal(user: str | None) -> str:
     )
 
 
-def _expired_copy(token: str, shape: Shape, mode: str, user: str | None = None) -> str:
+def _expired_copy(token: str, shape: Shape, mode: rs.ModeName, user: str | None = None) -> str:
     """The same state re-minted under the same key and binding, expired 100 seconds ago."""
     tool = "tools/call:wizard" if shape == "boundary" else None
     subject = principal(user) if shape == "boundary" else ""
@@ -341,7 +345,7 @@ def _expired_copy(token: str, shape: Shape, mode: str, user: str | None = None) 
 
 
 @everywhere
-async def test_expired_echo_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_expired_echo_is_refused(tier: Tier, shape: Shape, mode: rs.ModeName) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -356,7 +360,7 @@ async def test_expired_echo_is_refused(tier: Tier, shape: Shape, mode: str) -> N
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_token_past_its_ttl_is_refused_by_an_injected_clock(mode: str) -> None:
+async def test_token_past_its_ttl_is_refused_by_an_injected_clock(mode: rs.ModeName) -> None:
     clock = [float(time.time())]
     server: MCPServer[Any] = MCPServer("clocked")
     seen: list[str | None] = []
@@ -431,7 +435,7 @@ async def test_signed_state_is_readable_on_the_wire(shape: Shape) -> None:
 
 
 @pytest.mark.parametrize(("shape", "mode"), [(s, m) for s in SHAPES for m in MODES])
-async def test_refusal_on_the_wire_carries_no_reason(shape: Shape, mode: str) -> None:
+async def test_refusal_on_the_wire_carries_no_reason(shape: Shape, mode: rs.ModeName) -> None:
     built = build("mcpserver", shape, KEYS, mode)
     tap = WireTap(InMemoryTransport(built.server))
 
@@ -662,7 +666,7 @@ def test_shared_keys_do_not_warn(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_codec_round_trips_the_sdk_envelope(mode: str) -> None:
+def test_codec_round_trips_the_sdk_envelope(mode: rs.ModeName) -> None:
     codec = SDKCodec(KEYS, mode=mode)
     assert codec.unseal(codec.seal(b'{"v":1,"s":"x"}')) == b'{"v":1,"s":"x"}'
 
@@ -777,7 +781,7 @@ async def test_ephemeral_keys_warn_on_the_first_http_request(caplog: pytest.LogC
 
 
 def stdio_params(
-    mode: str, *, secret: bytes = SECRET, shape: Shape = "boundary", tier: Tier = "mcpserver"
+    mode: rs.ModeName, *, secret: bytes = SECRET, shape: Shape = "boundary", tier: Tier = "mcpserver"
 ) -> Any:
     env = {
         "REQUESTSTATE_KEYS": _b64(secret),
@@ -792,7 +796,7 @@ def stdio_params(
 
 
 @pytest.mark.parametrize(("tier", "mode"), [("mcpserver", "signed"), ("lowlevel", "encrypted")])
-async def test_stdio_full_flow_completes(tier: Tier, mode: str) -> None:
+async def test_stdio_full_flow_completes(tier: Tier, mode: rs.ModeName) -> None:
     async def run() -> str:
         async with Client(stdio_params(mode, tier=tier), elicitation_callback=answer) as client:
             return text_of(await client.call_tool("wizard", {"topic": "x"}))
@@ -828,7 +832,7 @@ async def test_stdio_tampered_echo_is_refused() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(mode: str) -> None:
+async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(mode: rs.ModeName) -> None:
     # What another instance (or an mcp.d server with the same secret) would hand out for round 1.
     token = rs.encode(
         f'{{"step":1,"marker":"{MARKER}","answers":[]}}', KEYS, mode=mode, tool="tools/call:wizard"

@@ -17,18 +17,22 @@ PAYLOAD = b'{"s":"x","exp":1,"b":"' + b"0" * 64 + b'"}'
 
 
 def test_seal_is_prefix_payload_and_mac(ring: rs.KeyRing) -> None:
-    token = SIGNED.seal(PAYLOAD, ring._subkeys[0], "", b"")
+    token = SIGNED.seal(PAYLOAD, ring._subkeys[0], b"", b"")
     assert token == ref.signed_token(SECRET, PAYLOAD)
 
 
 def test_seal_is_deterministic(ring: rs.KeyRing) -> None:
-    assert SIGNED.seal(PAYLOAD, ring._subkeys[0], "", b"") == SIGNED.seal(PAYLOAD, ring._subkeys[0], "", b"")
+    assert SIGNED.seal(PAYLOAD, ring._subkeys[0], b"", b"") == SIGNED.seal(
+        PAYLOAD, ring._subkeys[0], b"", b""
+    )
 
 
 def test_open_returns_payload_and_the_signing_keys_tag() -> None:
     ring = rs.KeyRing(OTHER_SECRET, SECRET)
     token = ref.signed_token(SECRET, PAYLOAD)
-    bound_keys = tuple(zip(ring._subkeys, ("tag-new", "tag-old"), strict=True))
+    bound_keys = tuple(
+        (key, tag, b"") for key, tag in zip(ring._subkeys, ("tag-new", "tag-old"), strict=True)
+    )
     assert SIGNED.open(token, bound_keys) == (PAYLOAD, "tag-old")
 
 
@@ -68,7 +72,7 @@ def test_mac_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pytest.M
         return real(a, b)
 
     monkeypatch.setattr(hmac, "compare_digest", spy)
-    SIGNED.open(ref.signed_token(SECRET, PAYLOAD), ((ring._subkeys[0], "t"),))
+    SIGNED.open(ref.signed_token(SECRET, PAYLOAD), ((ring._subkeys[0], "t", b""),))
     assert len(calls) == 1
 
 
