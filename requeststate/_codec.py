@@ -91,6 +91,7 @@ class Codec:
 
     __slots__ = (
         "_bound_keys",
+        "_bound_keys_cached",
         "_clock",
         "_guard",
         "_guard_is_async",
@@ -127,6 +128,7 @@ class Codec:
         self._clock: Final = check_clock(clock)
         # What every call reaches for, one attribute away.
         self._bound_keys: Final = self._keys._bound_keys
+        self._bound_keys_cached: Final = self._keys._bound_keys_cached
         self._mint: Final = self._wires[0]
         self._random_bytes: Final = self._mint.nonce_bytes + TOKEN_ID_BYTES
 
@@ -165,12 +167,6 @@ class Codec:
         guard = "" if self._guard is None else f", guard={type(self._guard).__name__}"
         return f"Codec(keys={self._keys!r}, mode={modes}, ttl={self._ttl}{guard})"
 
-    def _now(self, now: int | None) -> int:
-        if now is not None:
-            return check_int("now", now, INT64_MIN)
-        # time.time is looked up on each call, so a test may patch it.
-        return int(time.time() if self._clock is None else self._clock())
-
     def encode(
         self, state: object, /, *, subject: str = "", tool: str | None = None, now: int | None = None
     ) -> str:
@@ -200,7 +196,11 @@ class Codec:
     ) -> str:
         # The deterministic entry point behind encode (as Fernet's
         # _encrypt_from_parts): the vectors pass a fixed urandom.
-        exp = self._now(now) + self._ttl
+        # The clock is read inline, as in _verified: a call less per token.
+        if now is None:
+            exp = int(time.time() if self._clock is None else self._clock()) + self._ttl
+        else:
+            exp = check_int("now", now, INT64_MIN) + self._ttl
         if exp > INT64_MAX:
             raise ValueError("now + ttl must fit in a signed 64-bit integer")
         text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
@@ -220,7 +220,11 @@ class Codec:
         self, token: object, subject: str, tool: str | None, now: int | None, state_type: Any
     ) -> _Verified:
         """Every check but the guard, in the documented order; the reason for a refusal is returned."""
-        moment = self._now(now)
+        # time.time is looked up on each call (a test may patch it), inline: a call less per token.
+        if now is None:
+            moment = int(time.time() if self._clock is None else self._clock())
+        else:
+            moment = check_int("now", now, INT64_MIN)
         if not isinstance(token, str):
             return Reason.MALFORMED
         if len(token) > self._max_token_bytes:
@@ -232,7 +236,8 @@ class Codec:
         else:
             return unexpected_prefix(token)
         try:
-            bound_keys = self._bound_keys(subject, tool)
+            # A cached identity is one dict lookup here; any other is derived (and checked).
+            bound_keys = self._bound_keys_cached.get((subject, tool)) or self._bound_keys(subject, tool)
         except (TypeError, ValueError):  # an invalid identity, of any type, is a refusal
             return Reason.WRONG_BINDING
         opened = wire.open(token, bound_keys)
@@ -264,10 +269,6 @@ class Codec:
             return None
         _, payload, moment = verified
         return await aclaim(self._guard, payload.id, payload.exp + self._leeway, moment)
-
-    def _check_sync(self) -> None:
-        if self._guard_is_async:
-            raise TypeError("an async guard needs averify() or adecode()")
 
     @overload
     def verify(
@@ -320,7 +321,8 @@ class Codec:
             TypeError: the codec's guard is async (use ``averify``), or ``now``
                 is not an ``int``.
         """
-        self._check_sync()
+        if self._guard_is_async:
+            raise TypeError("an async guard needs averify() or adecode()")
         verified = self._verified(token, subject, tool, now, type)
         if isinstance(verified, tuple):
             refused = self._claim(verified)
@@ -368,7 +370,8 @@ class Codec:
         whatever the identity, this never raises for it. Use ``verify`` where the
         log should say why a token was refused.
         """
-        self._check_sync()
+        if self._guard_is_async:
+            raise TypeError("an async guard needs averify() or adecode()")
         verified = self._verified(token, subject, tool, now, type)
         if not isinstance(verified, tuple):
             return None

@@ -173,14 +173,23 @@ BoundKey: TypeAlias = "tuple[SubKeys, str, bytes]"
 """A key, the bind tag of one identity under it, and that tag as AEAD associated data."""
 
 
-def _bound_keys_cache(keys: tuple[SubKeys, ...]) -> Callable[[str, str | None], tuple[BoundKey, ...]]:
-    # A closure over the keys, not a method, so the cache holds no reference
-    # back to the ring. A plain dict: a hit is one lookup, the path every
-    # request takes. Errors are not cached.
-    cache: dict[tuple[str, str | None], tuple[BoundKey, ...]] = {}
+BoundKeysCache: TypeAlias = "dict[tuple[str, str | None], tuple[BoundKey, ...]]"
+
+
+def _bound_keys_cache(
+    keys: tuple[SubKeys, ...],
+) -> tuple[BoundKeysCache, Callable[[str, str | None], tuple[BoundKey, ...]]]:
+    # The cache, and a closure over it and the keys (not a method, so neither
+    # holds a reference back to the ring). A plain dict: a hit is one lookup,
+    # which the codec makes itself on the path every request takes. Errors
+    # are not cached.
+    cache: BoundKeysCache = {}
 
     def bound_keys(subject: str, tool: str | None) -> tuple[BoundKey, ...]:
-        found = cache.get((subject, tool))
+        try:
+            found = cache.get((subject, tool))
+        except TypeError:  # unhashable: bind_input says what is wrong with it
+            found = None
         if found is not None:
             return found
         data = bind_input(subject, tool)
@@ -195,7 +204,7 @@ def _bound_keys_cache(keys: tuple[SubKeys, ...]) -> Callable[[str, str | None], 
             cache[subject, tool] = pairs
         return pairs
 
-    return bound_keys
+    return cache, bound_keys
 
 
 @final
@@ -211,14 +220,16 @@ class KeyRing:
     key bytes.
     """
 
-    __slots__ = ("_bound_keys", "_ephemeral", "_keys")
+    __slots__ = ("_bound_keys", "_bound_keys_cached", "_ephemeral", "_keys")
 
     _keys: tuple[SubKeys, ...]
     _ephemeral: bool
     _bound_keys: Callable[[str, str | None], tuple[BoundKey, ...]]
+    _bound_keys_cached: BoundKeysCache
     # _bound_keys(subject, tool): each key with the bind tag of that identity
-    # under it, in ring order (the first mints). Cached per ring (bounded);
-    # raises like bind_input. Internal to the codec.
+    # under it, in ring order (the first mints). Cached per ring (bounded) in
+    # _bound_keys_cached, keyed by (subject, tool); raises like bind_input.
+    # Internal to the codec.
 
     def __init__(
         self,
@@ -256,7 +267,9 @@ class KeyRing:
         object.__setattr__(self, "_keys", keys)
         object.__setattr__(self, "_ephemeral", False)
         # The cached function itself, not a method around it: one call less per token.
-        object.__setattr__(self, "_bound_keys", _bound_keys_cache(keys))
+        cached, bound_keys = _bound_keys_cache(keys)
+        object.__setattr__(self, "_bound_keys_cached", cached)
+        object.__setattr__(self, "_bound_keys", bound_keys)
 
     @classmethod
     def ephemeral(cls) -> KeyRing:

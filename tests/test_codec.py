@@ -12,8 +12,13 @@ import pytest
 import requeststate as rs
 from requeststate._base64 import b64decode
 from requeststate._envelope import MAX_JSON_DEPTH
+from requeststate._modes import MODE_BY_PREFIX
 from tests import reference as ref
 from tests.conftest import ALL_MODES, NOW, OTHER_SECRET, SECRET
+
+
+class Step(msgspec.Struct):
+    step: int
 
 
 class Booking(msgspec.Struct):
@@ -155,12 +160,16 @@ def test_clock_defaults_to_now(ring: rs.KeyRing, mode: rs.Mode) -> None:
 # --- the token never chooses the mode --------------------------------------------
 
 
-@pytest.mark.parametrize("minted", list(rs.Mode), ids=str)
+# Every ordered pair of two different modes: (the mode minted in, the mode asked for).
+MODE_PAIRS: Final = [(minted, asked) for minted in rs.Mode for asked in rs.Mode if minted is not asked]
+MODE_PAIR_IDS: Final = [f"{minted}-as-{asked}" for minted, asked in MODE_PAIRS]
+
+
+@pytest.mark.parametrize(("minted", "asked"), MODE_PAIRS, ids=MODE_PAIR_IDS)
 def test_token_of_a_mode_not_asked_for_is_wrong_mode(
-    ring: rs.KeyRing, mode: rs.Mode, minted: rs.Mode
+    ring: rs.KeyRing, minted: rs.Mode, asked: rs.Mode
 ) -> None:
-    if minted is not mode:
-        assert reason(mint(ring, minted), ring, mode) is rs.Reason.WRONG_MODE
+    assert reason(mint(ring, minted), ring, asked) is rs.Reason.WRONG_MODE
 
 
 def test_tuple_of_modes_accepts_each(ring: rs.KeyRing) -> None:
@@ -192,10 +201,14 @@ def test_a_dot_anywhere_but_after_a_version_is_malformed(ring: rs.KeyRing, token
 PREFIXES = {rs.Mode.SIGNED: "v1.", rs.Mode.ENCRYPTED: "v1e.", rs.Mode.XCHACHA: "v1x."}
 
 
+def test_the_prefix_table_is_the_wire_formats() -> None:
+    assert {mode: prefix for prefix, mode in MODE_BY_PREFIX.items()} == PREFIXES
+
+
 def test_no_prefix_starts_another() -> None:
     # verify routes a token to the first allowed mode whose prefix it starts with.
-    for prefix in PREFIXES.values():
-        assert [other for other in PREFIXES.values() if other.startswith(prefix)] == [prefix]
+    for prefix in MODE_BY_PREFIX:
+        assert [other for other in MODE_BY_PREFIX if other.startswith(prefix)] == [prefix]
 
 
 def test_the_default_clock_is_time_time_read_on_every_call(
@@ -207,11 +220,10 @@ def test_the_default_clock_is_time_time_read_on_every_call(
     assert rs.decode(rs.encode("state", ring, mode="signed", ttl=60), ring, mode="signed") == "state"
 
 
-@pytest.mark.parametrize("minted", list(rs.Mode), ids=str)
-def test_swapped_prefix_is_refused(ring: rs.KeyRing, mode: rs.Mode, minted: rs.Mode) -> None:
-    if minted is not mode:
-        token = PREFIXES[mode] + mint(ring, minted)[len(PREFIXES[minted]) :]
-        assert reason(token, ring, ALL_MODES) in {rs.Reason.MALFORMED, rs.Reason.BAD_SIGNATURE}  # type: ignore[arg-type]
+@pytest.mark.parametrize(("minted", "asked"), MODE_PAIRS, ids=MODE_PAIR_IDS)
+def test_swapped_prefix_is_refused(ring: rs.KeyRing, minted: rs.Mode, asked: rs.Mode) -> None:
+    token = PREFIXES[asked] + mint(ring, minted)[len(PREFIXES[minted]) :]
+    assert reason(token, ring, ALL_MODES) in {rs.Reason.MALFORMED, rs.Reason.BAD_SIGNATURE}  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("token", ["v1", "v1e", "v1ex", "v1x", "v1e-", ".v1.", "v1.e.", "v2.abc", "v1xe.abc"])
@@ -367,8 +379,9 @@ def test_oversized_token_is_refused_before_any_decoding(
 def test_max_token_bytes_is_configurable(ring: rs.KeyRing, mode: rs.Mode) -> None:
     token = mint(ring, mode)
     assert reason(token, ring, mode, max_token_bytes=len(token) - 1) is rs.Reason.TOO_LARGE
-    assert rs.verify(
-        token, ring, mode=mode, subject="alice", tool="book", now=NOW, max_token_bytes=len(token)
+    assert (
+        rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, max_token_bytes=len(token))
+        == "state"
     )
 
 
@@ -379,7 +392,8 @@ def test_encode_refuses_a_state_whose_token_is_too_large(ring: rs.KeyRing, mode:
 
 def test_encode_honours_a_raised_limit(ring: rs.KeyRing, mode: rs.Mode) -> None:
     token = mint(ring, mode, "x" * (64 * 1024), max_token_bytes=1 << 20)
-    assert rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, max_token_bytes=1 << 20)
+    read = rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, max_token_bytes=1 << 20)
+    assert read == "x" * (64 * 1024)
 
 
 # --- any token type ----------------------------------------------------------------
@@ -472,7 +486,7 @@ def test_short_raw_secret_is_a_value_error() -> None:
 
 
 def test_state_msgspec_cannot_encode_is_a_type_error(ring: rs.KeyRing) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^Encoding objects of type object is unsupported$"):
         rs.encode(object(), ring, mode="signed")
 
 
@@ -525,9 +539,10 @@ def test_second_redemption_is_replayed(ring: rs.KeyRing, mode: rs.Mode) -> None:
 def test_distinct_tokens_of_the_same_state_are_each_redeemable(ring: rs.KeyRing, mode: rs.Mode) -> None:
     guard = rs.MemoryGuard()
     for _ in range(3):
-        assert rs.verify(
+        read = rs.verify(
             mint(ring, mode), ring, mode=mode, subject="alice", tool="book", now=NOW, guard=guard
         )
+        assert read == "state"
 
 
 @pytest.mark.parametrize(
@@ -677,8 +692,10 @@ def test_budget_counts_only_the_minting_key() -> None:
     ring = rs.KeyRing(SECRET, OTHER_SECRET, aesgcm_limit=2)
     for _ in range(2):
         mint(ring, rs.Mode.ENCRYPTED)
-    rotated = rs.KeyRing(OTHER_SECRET, SECRET, aesgcm_limit=2)
-    mint(rotated, rs.Mode.ENCRYPTED)
+    # The count is the next seal's number: the minting key has sealed two, the other none.
+    assert [repr(key.aesgcm_count) for key in ring._subkeys] == ["count(3)", "count(1)"]
+    with pytest.raises(rs.KeyBudgetExhausted, match="has sealed its limit of 2"):
+        mint(ring, rs.Mode.ENCRYPTED)
 
 
 def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) -> None:
@@ -826,7 +843,7 @@ def test_functions_take_an_unhashable_guard(ring: rs.KeyRing) -> None:
     assert rs.decode(token, ring, mode="signed", now=NOW, guard=guard) is None
 
 
-# --- added for mutation testing: boundaries, prefixes, async options, error messages ------------
+# --- boundaries, prefixes, error messages, and averify's defaults --------------------------
 
 INT64_MAX = 2**63 - 1
 
@@ -936,3 +953,111 @@ def test_averify_has_no_leeway_by_default(ring: rs.KeyRing, mode: rs.Mode) -> No
 def test_averify_binds_no_subject_by_default(ring: rs.KeyRing, mode: rs.Mode) -> None:
     token = rs.encode("state", ring, mode=mode, now=NOW)
     assert asyncio.run(rs.averify(token, ring, mode=mode, now=NOW)) == "state"
+
+
+# --- decode and adecode: the thin adapter, None for every refusal -----------------------------
+
+
+def test_valid_token_decodes_to_its_state(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice", now=NOW)
+    assert rs.decode(token, ring, mode=mode, subject="alice", now=NOW) == "state"
+
+
+def test_typed_decode(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode(Step(3), ring, mode=mode, now=NOW)
+    assert rs.decode(token, ring, mode=mode, now=NOW, type=Step) == Step(3)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"subject": "mallory"}, {"now": NOW + 301}, {"mode": "signed"}, {"type": Step}, {"max_token_bytes": 10}],
+    ids=["wrong subject", "expired", "wrong mode", "wrong type", "too large"],
+)
+def test_every_refusal_is_none(ring: rs.KeyRing, options: dict[str, object]) -> None:
+    token = rs.encode("not json", ring, mode="encrypted", subject="alice", now=NOW)
+    arguments: dict[str, object] = {"mode": "encrypted", "subject": "alice", "now": NOW, **options}
+    assert rs.decode(token, ring, **arguments) is None  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("token", [None, b"v1.", 0, -1, 3.14, [], {}, set(), object(), "", "v1.", "\ud800"])
+def test_any_input_type_is_none(ring: rs.KeyRing, mode: rs.Mode, token: object) -> None:
+    assert rs.decode(token, ring, mode=mode) is None
+
+
+def test_invalid_identity_is_none(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice")
+    assert rs.decode(token, ring, mode=mode, subject="ali\0ce") is None
+    assert rs.decode(token, ring, mode=mode, subject="\udc00") is None
+
+
+def test_configuration_errors_still_raise(ring: rs.KeyRing) -> None:
+    with pytest.raises(ValueError, match="mode"):
+        rs.decode("v1.x.y", ring, mode="nope")  # type: ignore[call-overload]  # what the Literal type catches
+    with pytest.raises(ValueError, match="leeway"):
+        rs.decode("v1.x.y", ring, mode="signed", leeway=-1)
+    with pytest.raises(TypeError, match="keys"):
+        rs.decode("v1.x.y", None, mode="signed")  # type: ignore[call-overload]
+
+
+def test_replayed_token_is_none(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = rs.MemoryGuard()
+    token = rs.encode("state", ring, mode=mode, now=NOW)
+    assert rs.decode(token, ring, mode=mode, now=NOW, guard=guard) == "state"
+    assert rs.decode(token, ring, mode=mode, now=NOW, guard=guard) is None
+
+
+def test_adecode_returns_the_state_then_none_on_replay(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = rs.MemoryGuard()
+    token = rs.encode("state", ring, mode=mode, now=NOW)
+
+    async def twice() -> list[str | None]:
+        return [await rs.adecode(token, ring, mode=mode, now=NOW, guard=guard) for _ in range(2)]
+
+    assert asyncio.run(twice()) == ["state", None]
+
+
+def test_adecode_of_any_input_type_is_none(ring: rs.KeyRing) -> None:
+    async def attempts() -> list[object]:
+        return [await rs.adecode(token, ring, mode="signed") for token in (None, b"x", 5, "v1.x.y")]
+
+    assert asyncio.run(attempts()) == [None] * 4
+
+
+# --- decode and adecode pass every option through --------------------------------------------
+
+
+def test_decode_checks_the_tool(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice", tool="book", now=NOW)
+    assert rs.decode(token, ring, mode=mode, subject="alice", tool="book", now=NOW) == "state"
+    assert rs.decode(token, ring, mode=mode, subject="alice", tool="cancel", now=NOW) is None
+
+
+def test_adecode_checks_the_tool(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice", tool="book", now=NOW)
+
+    async def attempts() -> list[str | None]:
+        return [
+            await rs.adecode(token, ring, mode=mode, subject="alice", tool=tool, now=NOW)
+            for tool in ("book", "cancel")
+        ]
+
+    assert asyncio.run(attempts()) == ["state", None]
+
+
+def test_adecode_checks_expiry_at_the_given_now(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW, ttl=10)
+
+    async def attempts() -> list[str | None]:
+        return [await rs.adecode(token, ring, mode=mode, now=now) for now in (NOW + 10, NOW + 11)]
+
+    assert asyncio.run(attempts()) == ["state", None]
+
+
+def test_adecode_has_no_leeway_by_default(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW, ttl=10)
+    assert asyncio.run(rs.adecode(token, ring, mode=mode, now=NOW + 11)) is None
+
+
+def test_adecode_decodes_the_requested_type(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode(Step(3), ring, mode=mode, now=NOW)
+    assert asyncio.run(rs.adecode(token, ring, mode=mode, now=NOW, type=Step)) == Step(3)

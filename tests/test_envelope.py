@@ -168,7 +168,7 @@ def test_claims_refuse_a_non_ascii_b_without_raising_anything_else() -> None:
     assert check_claims(Payload("x", 100, "é" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
 
 
-# --- added for mutation testing: the hex alphabet of b ---------------------------------------
+# --- the hex alphabet of b, and the messages of build errors ---------------------------------
 
 
 def test_claims_refuse_a_b_of_x_as_malformed() -> None:

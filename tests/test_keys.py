@@ -37,19 +37,19 @@ def test_bind_input_of_each_binding_shape(subject: str, tool: str | None, expect
 
 @pytest.mark.parametrize(("subject", "tool"), [("a\0b", None), ("a", "b\0c"), ("\0", "")])
 def test_bind_input_refuses_the_separator(subject: str, tool: str | None) -> None:
-    with pytest.raises(ValueError, match="U\\+0000"):
+    with pytest.raises(ValueError, match=r"^subject and tool must not contain U\+0000$"):
         bind_input(subject, tool)
 
 
 @pytest.mark.parametrize(("subject", "tool"), [("\ud800", None), ("a", "\udfff")])
 def test_bind_input_refuses_lone_surrogates(subject: str, tool: str | None) -> None:
-    with pytest.raises(ValueError, match="surrogate"):
+    with pytest.raises(ValueError, match=r"^subject and tool must be valid Unicode \(no lone surrogates\)$"):
         bind_input(subject, tool)
 
 
 @pytest.mark.parametrize(("subject", "tool"), [(None, None), (b"alice", None), ("alice", 5)])
 def test_bind_input_refuses_non_str(subject: object, tool: object) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
         bind_input(subject, tool)  # type: ignore[arg-type]
 
 
@@ -79,7 +79,7 @@ def test_str_secret_is_refused_with_a_hint() -> None:
 
 @pytest.mark.parametrize("secret", [None, 32, [0] * 32, memoryview(bytes(32))])
 def test_non_bytes_secret_is_refused(secret: object) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^secret 0 must be bytes, not "):
         rs.KeyRing(secret)  # type: ignore[arg-type]
 
 
@@ -246,23 +246,7 @@ def test_from_env_errors_name_the_variable_never_the_value(value: str, message: 
     assert b64(SECRET) not in str(caught.value)
 
 
-# --- added for mutation testing: options reach the ring, and errors state the requirement -------
-
-
-@pytest.mark.parametrize("subject", [None, b"alice", 5])
-def test_bind_input_names_the_requirement_for_a_non_str_subject(subject: object) -> None:
-    with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
-        bind_input(subject, "book")  # type: ignore[arg-type]
-
-
-def test_bind_input_separator_error_states_the_rule() -> None:
-    with pytest.raises(ValueError, match=r"^subject and tool must not contain U\+0000$"):
-        bind_input("a\0b", None)
-
-
-def test_bind_input_surrogate_error_states_the_rule() -> None:
-    with pytest.raises(ValueError, match=r"^subject and tool must be valid Unicode \(no lone surrogates\)$"):
-        bind_input("\ud800", None)
+# --- options reach the ring, and errors state the requirement ----------------------------------
 
 
 def test_warn_share_of_one_is_accepted_and_warns_at_the_limit(caplog: pytest.LogCaptureFixture) -> None:
