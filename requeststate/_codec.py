@@ -204,7 +204,11 @@ class Codec:
         if exp > INT64_MAX:
             raise ValueError("now + ttl must fit in a signed 64-bit integer")
         text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
-        key, bind_tag, aad = self._bound_keys(subject, tool)[0]
+        try:
+            bound_keys = self._bound_keys_cached.get((subject, tool))
+        except TypeError:  # unhashable: _bound_keys raises, saying what an identity must be
+            bound_keys = None
+        key, bind_tag, aad = (bound_keys or self._bound_keys(subject, tool))[0]
         wire = self._mint
         split = wire.nonce_bytes
         # One read of the CSPRNG per token: the nonce (if any), then the token id.
