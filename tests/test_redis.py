@@ -21,7 +21,7 @@ import redis.asyncio
 from requeststate._guard import GuardUnavailable
 from requeststate.redis import AsyncRedisGuard, RedisGuard, redis_key
 
-from . import redis_server
+from .support import redis_server
 
 NOW = 2_000_000_000
 ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
