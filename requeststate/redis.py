@@ -388,6 +388,10 @@ class AsyncRedisGuard:
         seconds = _lifetime(expires_at, now)
         client = self._client
         try:
+            if isinstance(client, redis.asyncio.cluster.RedisCluster):
+                # Reads the slot map once, under the client's lock: concurrent first commands
+                # of a new client otherwise race to read it, and some fail.
+                await client.initialize()
             if not self._replicas:
                 return _settle(await client.set(key, b"1", nx=True, ex=seconds))
             replies = await self._set_and_wait(key, seconds)
@@ -406,7 +410,6 @@ class AsyncRedisGuard:
             return await pipe.execute()
         # Both commands to the key's master, in one batch on one of its connections; a MOVED
         # is raised, not followed, or the SET would land on another master than the WAIT.
-        await client.initialize()  # a no-op once the slot map is read; before the first command, reads it
         node = client.get_node_from_key(key)
         cluster_pipe = client.pipeline()
         cluster_pipe.execute_command("SET", key, b"1", "NX", "EX", seconds, target_nodes=node)

@@ -15,12 +15,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import pytest
 
 import redis
 
@@ -30,6 +32,9 @@ INSTALLER = "scripts/redis-test-server.sh"
 START_SECONDS = 10.0
 STOP_SECONDS = 5.0
 MIN_VERSION = (6, 2)  # SET ... EXAT (the cluster fixtures need 7.0, for --cluster-port)
+
+
+T = TypeVar("T")
 
 
 class RedisUnavailable(Exception):
@@ -177,7 +182,8 @@ def _servers() -> Iterator[Callable[..., Server]]:
         try:
             yield start
         finally:
-            for server in started:
+            # Replicas first: a master told to stop waits for lagging replicas to catch up.
+            for server in reversed(started):
                 server.stop()
 
 
@@ -265,6 +271,16 @@ def running_replicated(*, cuttable: bool = False) -> Iterator[Replicated]:
                 link.close()
 
 
+def wait_for_sync(replicated: Replicated) -> None:
+    """Wait until the replica has every write its master made so far."""
+
+    def offset(server: Server) -> int:
+        return int(server.execute("INFO", "replication")["master_repl_offset"])
+
+    target = offset(replicated.master)
+    wait_until(lambda: offset(replicated.replica) >= target, "the replica did not catch up")
+
+
 def promote(replica: Server) -> None:
     """Make a replica a master (REPLICAOF NO ONE), as a failover does."""
     replica.execute("REPLICAOF", "NO", "ONE")
@@ -296,6 +312,16 @@ class Cluster:
             if replica.execute("INFO", "replication").get("master_port") == master.port:
                 return replica
         raise AssertionError(f"the master on port {master.port} has no replica")
+
+    @staticmethod
+    def replica_holds(replica: Server, key: str) -> bool:
+        """Whether a cluster replica has ``key`` (read with READONLY: it would answer MOVED)."""
+        client = replica.client()
+        try:
+            client.execute_command("READONLY")  # type: ignore[no-untyped-call]  # untyped in redis-py
+            return bool(client.exists(key))
+        finally:
+            client.close()
 
     def _by_port(self, port: int) -> Server:
         return next(server for server in self.masters + self.replicas if server.port == port)
@@ -343,11 +369,29 @@ def running_cluster(masters: int = 3, replicas: int = 0) -> Iterator[Cluster]:
         yield cluster
 
 
+@contextmanager
+def or_skip(servers: AbstractContextManager[T]) -> Iterator[T]:
+    """Enter ``servers``; skip the test if Redis is missing, or fail it under CI, where it must run."""
+    try:
+        with servers as running:
+            yield running
+    except RedisUnavailable as error:
+        if in_ci():
+            pytest.fail(f"the Redis tests must run under CI: {error}", pytrace=False)
+        pytest.skip(str(error))
+
+
 def claim_all(
-    url: str, namespace: str, ids: list[str], now: int, start: Barrier, results: Queue[list[str]]
+    url: str,
+    namespace: str,
+    ids: list[str],
+    now: int,
+    start: Barrier,
+    results: Queue[list[str]],
+    cluster: bool = False,
 ) -> None:
     """The race's worker, run in its own process: claim every id, report the ones this process won."""
-    guard = RedisGuard.from_url(url, timeout=5.0, namespace=namespace)
+    guard = RedisGuard.from_url(url, cluster=cluster, timeout=5.0, namespace=namespace)
     try:
         start.wait(timeout=30)
         results.put([token_id for token_id in ids if guard.claim(token_id, now + 300, now)])
