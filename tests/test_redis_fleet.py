@@ -366,7 +366,9 @@ def test_master_dying_behind_a_cut_replica_link_double_redeems_only_without_the_
 
 
 def flood(guard: RedisGuard, kill: Server, threads: int = 4) -> tuple[list[str], Counter[str]]:
-    """Claim fresh ids from ``threads`` threads; SIGKILL ``kill`` once 400 are accepted; stop 50 attempts later.
+    """Claim fresh ids from ``threads`` threads; SIGKILL ``kill`` once 400 are accepted.
+
+    The threads stop after 50 attempts made once the server was dead.
 
     Returns the accepted ids and a count of every outcome after the kill.
     """

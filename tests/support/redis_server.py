@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-
 import redis
 
 from requeststate.redis import RedisGuard
@@ -361,11 +360,13 @@ def running_cluster(masters: int = 3, replicas: int = 0) -> Iterator[Cluster]:
             [server for server in servers if roles[server.port] == "master"],
             [server for server in servers if roles[server.port] == "slave"],
         )
-        for replica in cluster.replicas:
-            wait_until(
-                lambda: replica.execute("INFO", "replication").get("master_link_status") == "up",
-                "a replica did not sync with its master",
-            )
+        wait_until(
+            lambda: all(
+                replica.execute("INFO", "replication").get("master_link_status") == "up"
+                for replica in cluster.replicas
+            ),
+            "a replica did not sync with its master",
+        )
         yield cluster
 
 
