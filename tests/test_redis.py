@@ -256,6 +256,47 @@ def test_timeout_must_be_a_number(timeout: object) -> None:
         RedisGuard.from_url("redis://127.0.0.1:6379/0", timeout=timeout)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("replicas", "error"), [(-1, ValueError), (True, TypeError), (1.0, TypeError)])
+def test_replicas_must_be_an_int_of_at_least_0(replicas: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match="replicas must be"):
+        RedisGuard(redis.Redis(), replicas=replicas)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("replica_timeout", [0, -0.5, float("nan")])
+def test_replica_timeout_must_be_positive_and_finite(replica_timeout: float) -> None:
+    with pytest.raises(ValueError, match="replica_timeout must be a positive"):
+        RedisGuard(redis.Redis(), replicas=1, replica_timeout=replica_timeout)
+
+
+def test_replica_timeout_rounds_up_to_whole_milliseconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # WAIT n 0 would wait forever: a sub-millisecond timeout must not round down to 0.
+    waits: list[tuple[int, int]] = []
+    client = redis.Redis()
+    pipe = client.pipeline(transaction=False)
+    monkeypatch.setattr(pipe, "wait", lambda replicas, ms: waits.append((replicas, ms)))
+    monkeypatch.setattr(pipe, "execute", lambda: [True, 1])
+    monkeypatch.setattr(client, "pipeline", lambda transaction: pipe)
+    RedisGuard(client, replicas=1, replica_timeout=0.0001).claim(ID, NOW + 300, NOW)
+    assert waits == [(1, 1)]
+
+
+def test_from_url_reads_for_the_timeout_plus_the_replica_timeout() -> None:
+    guard = RedisGuard.from_url("redis://127.0.0.1:6379/0", timeout=0.25, replicas=1, replica_timeout=0.5)
+    options = guard._client.connection_pool.connection_kwargs  # type: ignore[union-attr]
+    assert (options["socket_connect_timeout"], options["socket_timeout"]) == (0.25, 0.75)
+    guard.close()
+
+
+def test_guard_refuses_an_object_that_is_not_a_redis_client() -> None:
+    with pytest.raises(TypeError, match=r"redis\.Redis or redis\.cluster\.RedisCluster, not str"):
+        RedisGuard("redis://127.0.0.1:6379/0")  # type: ignore[arg-type]
+
+
+def test_repr_shows_the_replicas_it_waits_for() -> None:
+    guard = RedisGuard(redis.Redis(), namespace="app", replicas=2)
+    assert repr(guard) == "RedisGuard(namespace='app', fail_open=False, replicas=2)"
+
+
 def test_repr_shows_namespace_and_fail_open_only() -> None:
     guard = RedisGuard.from_url("redis://user:hunter2@127.0.0.1:6379/0", namespace="app")
     assert repr(guard) == "RedisGuard(namespace='app', fail_open=False)"
