@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import multiprocessing
-import queue
 import socket
 import time
 import uuid
@@ -305,36 +303,8 @@ def test_repr_shows_namespace_and_fail_open_only() -> None:
 
 def test_processes_racing_on_the_same_ids_claim_each_exactly_once(redis_url: str, namespace: str) -> None:
     ids = [uuid.uuid4().hex for _ in range(200)]
-    processes = 4
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(processes)
-    results = context.Queue()
-    workers = [
-        context.Process(
-            target=redis_server.claim_all,
-            args=(redis_url, namespace, ids if index % 2 == 0 else ids[::-1], NOW, start, results),
-        )
-        for index in range(processes)
-    ]
-    for worker in workers:
-        worker.start()
-    won: list[list[str]] = []
-    deadline = time.monotonic() + RACE_SECONDS
-    try:
-        while len(won) < processes and time.monotonic() < deadline:
-            try:
-                won.append(results.get(timeout=0.2))
-            except queue.Empty:
-                # A worker that died will never report: fail now, not at the deadline.
-                assert all(worker.exitcode in (None, 0) for worker in workers), "a worker process failed"
-    finally:
-        for worker in workers:
-            worker.join(timeout=10)
-            if worker.is_alive():
-                worker.kill()
-    assert len(won) == processes, f"only {len(won)} of {processes} workers reported in {RACE_SECONDS} s"
-    assert [worker.exitcode for worker in workers] == [0] * processes
-    assert Counter(token_id for winner in won for token_id in winner) == Counter(ids)
+    won = redis_server.race(redis_url, namespace, ids, processes=4, seconds=RACE_SECONDS)
+    assert Counter(won) == Counter(ids)
 
 
 # --- AsyncRedisGuard ------------------------------------------------------------------------------

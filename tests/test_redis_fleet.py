@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
-import queue
 import threading
 import time
 import uuid
@@ -255,33 +253,10 @@ def test_cluster_failover_loses_no_claim_its_replica_acknowledged(namespace: str
 def test_processes_racing_on_the_cluster_claim_each_id_exactly_once(cluster: Cluster, namespace: str) -> None:
     # LOAD_PROCESSES x LOAD_IDS = 100,000 claims, each id claimed by every process.
     ids = fresh_ids(LOAD_IDS)
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(LOAD_PROCESSES)
-    results = context.Queue()
-    workers = [
-        context.Process(
-            target=redis_server.claim_all,
-            args=(cluster.url, namespace, ids if index % 2 == 0 else ids[::-1], NOW, start, results, True),
-        )
-        for index in range(LOAD_PROCESSES)
-    ]
-    for worker in workers:
-        worker.start()
-    won: list[list[str]] = []
-    deadline = time.monotonic() + LOAD_SECONDS
-    try:
-        while len(won) < LOAD_PROCESSES and time.monotonic() < deadline:
-            try:
-                won.append(results.get(timeout=0.2))
-            except queue.Empty:
-                assert all(worker.exitcode in (None, 0) for worker in workers), "a worker process failed"
-    finally:
-        for worker in workers:
-            worker.join(timeout=10)
-            if worker.is_alive():
-                worker.kill()
-    assert len(won) == LOAD_PROCESSES, f"only {len(won)} workers reported in {LOAD_SECONDS} s"
-    assert Counter(token_id for winner in won for token_id in winner) == Counter(ids)
+    won = redis_server.race(
+        cluster.url, namespace, ids, processes=LOAD_PROCESSES, seconds=LOAD_SECONDS, cluster=True
+    )
+    assert Counter(won) == Counter(ids)
 
 
 # --- a master and its replica ---------------------------------------------------------------------

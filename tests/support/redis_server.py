@@ -6,7 +6,9 @@ Every server runs with no persistence in a temporary directory and is stopped (o
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -398,3 +400,44 @@ def claim_all(
         results.put([token_id for token_id in ids if guard.claim(token_id, now + 300, now)])
     finally:
         guard.close()
+
+
+def race(
+    url: str, namespace: str, ids: list[str], *, processes: int, seconds: float, cluster: bool = False
+) -> list[str]:
+    """Claim every id from each of ``processes`` spawned processes at once; the ids each won, together.
+
+    Half the processes claim in reverse order, so that every id is contested
+    from both ends. Fails the test if a worker dies or all do not report
+    within ``seconds``.
+    """
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(processes)
+    results = context.Queue()
+    now = 2_000_000_000
+    workers = [
+        context.Process(
+            target=claim_all,
+            args=(url, namespace, ids if index % 2 == 0 else ids[::-1], now, start, results, cluster),
+        )
+        for index in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    won: list[list[str]] = []
+    deadline = time.monotonic() + seconds
+    try:
+        while len(won) < processes and time.monotonic() < deadline:
+            try:
+                won.append(results.get(timeout=0.2))
+            except queue.Empty:
+                # A worker that died will never report: fail now, not at the deadline.
+                assert all(worker.exitcode in (None, 0) for worker in workers), "a worker process failed"
+    finally:
+        for worker in workers:
+            worker.join(timeout=10)
+            if worker.is_alive():
+                worker.kill()
+    assert len(won) == processes, f"only {len(won)} of {processes} workers reported in {seconds} s"
+    assert [worker.exitcode for worker in workers] == [0] * processes
+    return [token_id for winner in won for token_id in winner]
