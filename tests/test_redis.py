@@ -30,6 +30,8 @@ OTHER_ID = "0123456789abcdef0123456789abcdef"
 # Far more than a loopback claim takes, far less than redis-py's defaults (seconds, with retries).
 FAST_SECONDS = 1.0
 RACE_SECONDS = 30.0
+# For a claim that must be answered: a loaded 2-core machine can hold Redis back past the default 250 ms.
+PATIENT_SECONDS = 5.0
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +55,7 @@ def namespace() -> str:
 
 @pytest.fixture
 def guard(redis_url: str, namespace: str) -> Iterator[RedisGuard]:
-    guard = RedisGuard.from_url(redis_url, namespace=namespace)
+    guard = RedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
     yield guard
     guard.close()
 
@@ -118,7 +120,7 @@ def test_id_is_free_once_its_key_expires(guard: RedisGuard) -> None:
 
 
 def test_namespaces_do_not_share_ids(redis_url: str, guard: RedisGuard) -> None:
-    other = RedisGuard.from_url(redis_url, namespace=f"other-{uuid.uuid4().hex}")
+    other = RedisGuard.from_url(redis_url, namespace=f"other-{uuid.uuid4().hex}", timeout=PATIENT_SECONDS)
     try:
         guard.claim(ID, NOW + 300, NOW)
         assert other.claim(ID, NOW + 300, NOW) is True
@@ -201,7 +203,7 @@ def test_fail_open_logs_a_warning_without_the_id_or_its_key(
 
 
 def test_fail_open_still_refuses_a_replay_while_redis_answers(redis_url: str, namespace: str) -> None:
-    guard = RedisGuard.from_url(redis_url, namespace=namespace, fail_open=True)
+    guard = RedisGuard.from_url(redis_url, namespace=namespace, fail_open=True, timeout=PATIENT_SECONDS)
     guard.claim(ID, NOW + 300, NOW)
     assert guard.claim(ID, NOW + 300, NOW) is False
     guard.close()
@@ -312,7 +314,7 @@ def test_processes_racing_on_the_same_ids_claim_each_exactly_once(redis_url: str
 
 def test_async_first_claim_wins_and_second_is_a_replay(redis_url: str, namespace: str) -> None:
     async def claims() -> list[bool]:
-        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace)
+        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
         try:
             return [await guard.claim(ID, NOW + 300, NOW), await guard.claim(ID, NOW + 300, NOW)]
         finally:
@@ -327,7 +329,7 @@ def test_async_replay_is_refused_when_the_verifier_clock_is_behind_redis(
     now = int(time.time()) - 5
 
     async def claims() -> list[bool]:
-        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace)
+        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
         try:
             return [await guard.claim(ID, now + 2, now) for _ in range(3)]
         finally:
@@ -340,7 +342,7 @@ def test_async_key_is_hashed_and_lives_until_one_second_after_expires_at(
     redis_url: str, client: redis.Redis, namespace: str
 ) -> None:
     async def claim() -> None:
-        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace)
+        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
         try:
             await guard.claim(ID, NOW + 300, NOW)
         finally:
@@ -354,7 +356,7 @@ def test_async_key_is_hashed_and_lives_until_one_second_after_expires_at(
 
 def test_async_concurrent_claims_of_one_id_win_once(redis_url: str, namespace: str) -> None:
     async def claims() -> list[bool]:
-        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace)
+        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
         try:
             return await asyncio.gather(*(guard.claim(ID, NOW + 300, NOW) for _ in range(50)))
         finally:

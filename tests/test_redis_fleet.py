@@ -8,6 +8,7 @@ failure, once by the server that took over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -27,9 +28,9 @@ from .support.redis_server import Cluster, Replicated, Server
 
 NOW = 2_000_000_000
 ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
-# For a WAIT that must time out (a paused or cut replica never answers). One that must succeed
-# gets far longer: it returns as soon as the replica acknowledges, and a loaded 2-core machine
-# can take longer than the default 250 ms to schedule the replica.
+# For a WAIT that must time out (a paused or cut replica never answers). A WAIT or a claim that
+# must succeed gets far longer: it returns as soon as it is answered, and a loaded 2-core
+# machine can hold a server back past the default 250 ms.
 WAIT_SECONDS = 0.05
 PATIENT_SECONDS = 5.0
 LOAD_IDS = 25_000
@@ -51,7 +52,7 @@ def namespace() -> str:
 
 @pytest.fixture
 def cluster_guard(cluster: Cluster, namespace: str) -> Iterator[RedisGuard]:
-    guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace)
+    guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
     yield guard
     guard.close()
 
@@ -83,7 +84,7 @@ def id_on(cluster: Cluster, namespace: str, master: Server) -> str:
 
 def redeem_again(url: str, namespace: str, accepted: list[str]) -> int:
     """How many ids accepted before a failover the server that took over accepts again."""
-    guard = RedisGuard.from_url(url, namespace=namespace, timeout=2.0)
+    guard = RedisGuard.from_url(url, namespace=namespace, timeout=PATIENT_SECONDS)
     try:
         return sum(guard.claim(token_id, NOW + 300, NOW) for token_id in accepted)
     finally:
@@ -120,7 +121,9 @@ def test_async_cluster_concurrent_claims_of_each_id_win_once(cluster: Cluster, n
     ids = fresh_ids(20)
 
     async def claims() -> list[bool]:
-        guard = AsyncRedisGuard.from_url(cluster.url, cluster=True, namespace=namespace)
+        guard = AsyncRedisGuard.from_url(
+            cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS
+        )
         try:
             return await asyncio.gather(*(guard.claim(i, NOW + 300, NOW) for i in ids * 5))
         finally:
@@ -147,7 +150,7 @@ def test_cluster_paused_master_fails_closed_for_its_keys_only(cluster: Cluster, 
     paused = cluster.masters[0]
     on_paused = id_on(cluster, namespace, paused)
     elsewhere = id_on(cluster, namespace, cluster.masters[1])
-    guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=0.2)
+    guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=0.5)
     paused.pause()
     try:
         with pytest.raises(GuardUnavailable, match="TimeoutError"):
@@ -220,33 +223,59 @@ def test_async_cluster_replica_wait_fails_closed_when_the_replica_is_paused(
 
 def test_cluster_failover_loses_no_claim_its_replica_acknowledged(namespace: str) -> None:
     with redis_server.or_skip(redis_server.running_cluster(masters=3, replicas=1)) as own:
-        before = RedisGuard.from_url(
-            own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
-        )
-        after = RedisGuard.from_url(
-            own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
-        )
         victim = own.masters[0]
-        ids = [id_on(own, namespace, victim) for _ in range(25)]
-        accepted = [token_id for token_id in ids[:20] if before.claim(token_id, NOW + 300, NOW)]
-        before.close()
+        ids = [id_on(own, namespace, victim) for _ in range(30)]
         successor = own.replica_of(victim)
-        victim.kill()
-        successor.execute("CLUSTER", "FAILOVER", "TAKEOVER")
-        redis_server.wait_until(
-            lambda: successor.execute("INFO", "replication")["role"] == "master", "no takeover"
-        )
-        outcomes: list[bool | str] = []
-        for token_id in ids[20:]:
-            try:
-                outcomes.append(after.claim(token_id, NOW + 300, NOW))
-            except GuardUnavailable as error:
-                outcomes.append(str(error))
-        after.close()
+
+        def fail_over() -> None:
+            victim.kill()
+            successor.execute("CLUSTER", "FAILOVER", "TAKEOVER")
+            redis_server.wait_until(
+                lambda: successor.execute("INFO", "replication")["role"] == "master", "no takeover"
+            )
+
+        async def scenario() -> tuple[list[str], list[bool | str], list[bool | str]]:
+            before = RedisGuard.from_url(
+                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
+            )
+            accepted = [token_id for token_id in ids[:20] if before.claim(token_id, NOW + 300, NOW)]
+            before.close()
+            # Both guards read the slot map before the failover, and must find the new master after.
+            after = RedisGuard.from_url(
+                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
+            )
+            aafter = AsyncRedisGuard.from_url(
+                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
+            )
+            with contextlib.suppress(GuardUnavailable):  # it reads the slot map at its first claim
+                await aafter.claim(id_on(own, namespace, own.masters[1]), NOW + 300, NOW)
+            fail_over()
+            outcomes: list[bool | str] = []
+            aoutcomes: list[bool | str] = []
+            for token_id in ids[20:25]:
+                try:
+                    outcomes.append(after.claim(token_id, NOW + 300, NOW))
+                except GuardUnavailable as error:
+                    outcomes.append(str(error))
+            for token_id in ids[25:]:
+                try:
+                    aoutcomes.append(await aafter.claim(token_id, NOW + 300, NOW))
+                except GuardUnavailable as error:
+                    aoutcomes.append(str(error))
+            after.close()
+            await aafter.aclose()
+            return accepted, outcomes, aoutcomes
+
+        accepted, outcomes, aoutcomes = asyncio.run(scenario())
         assert len(accepted) == 20
-        # The guard found the new master (the first claims failed closed while it reread the slot
-        # map), and that master has no replica left: it refuses to count a claim it could lose.
-        assert outcomes[-1] == "0 of 1 replicas acknowledged the claim within 50 ms", outcomes
+        # The guards found the new master (the first claims failed closed while they reread the
+        # slot map), and that master has no replica left: it refuses to count a claim it could lose.
+        assert (outcomes[-1], aoutcomes[-1]) == (
+            "0 of 1 replicas acknowledged the claim within 50 ms",
+        ) * 2, (
+            outcomes,
+            aoutcomes,
+        )
         assert redeem_again(successor.url, namespace, accepted) == 0
 
 
