@@ -322,7 +322,8 @@ def test_replica_wait_for_more_replicas_than_there_are_fails_closed(
     guard = RedisGuard.from_url(
         replicated.master.url, namespace=namespace, replicas=2, replica_timeout=WAIT_SECONDS
     )
-    with pytest.raises(GuardUnavailable, match="1 of 2 replicas acknowledged"):
+    # 1 of 2 (0 of 2 when the machine is too busy for the replica to answer within 50 ms).
+    with pytest.raises(GuardUnavailable, match="[01] of 2 replicas acknowledged"):
         guard.claim(ID, NOW + 300, NOW)
     guard.close()
 
