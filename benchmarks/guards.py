@@ -78,7 +78,7 @@ ASYNC_REDIS: Final = "AsyncRedisGuard"
 SYNC: Final = "decode"
 ASYNC: Final = "adecode"
 
-_MIN_REDIS: Final = (6, 2)  # SET ... EXAT
+_MIN_REDIS: Final = (6, 2)  # the oldest Redis the guards promise
 _START_SECONDS: Final = 10.0
 _STOP_SECONDS: Final = 5.0
 # Generous: a claim that times out is refused, and a refused claim is not a claim's cost.

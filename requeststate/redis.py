@@ -1,7 +1,7 @@
 """Replay guards on Redis, for servers running as several processes or hosts.
 
-Install with ``pip install 'requeststate[redis]'`` (redis-py 6 or later; the
-server must be Redis 6.2 or later)::
+Install with ``pip install 'requeststate[redis]'`` (redis-py 5 or later, 6 or
+later for a Redis Cluster; the server must be Redis 6.2 or later)::
 
     from requeststate.redis import RedisGuard
 

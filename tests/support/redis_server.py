@@ -32,7 +32,7 @@ from requeststate.redis import RedisGuard
 INSTALLER = "scripts/redis-test-server.sh"
 START_SECONDS = 10.0
 STOP_SECONDS = 5.0
-MIN_VERSION = (6, 2)  # SET ... EXAT (the cluster fixtures need 7.0, for --cluster-port)
+MIN_VERSION = (6, 2)  # the oldest Redis the guards promise (the cluster fixtures need 7.0: --cluster-port)
 
 
 T = TypeVar("T")
