@@ -323,7 +323,7 @@ def test_replica_wait_for_more_replicas_than_there_are_fails_closed(
         replicated.master.url, namespace=namespace, replicas=2, replica_timeout=WAIT_SECONDS
     )
     # 1 of 2 (0 of 2 when the machine is too busy for the replica to answer within 50 ms).
-    with pytest.raises(GuardUnavailable, match="[01] of 2 replicas acknowledged"):
+    with pytest.raises(GuardUnavailable, match=r"[01] of 2 replicas acknowledged"):
         guard.claim(ID, NOW + 300, NOW)
     guard.close()
 
