@@ -149,7 +149,9 @@ def mint(
     state: str, ring: rs.KeyRing, mode: rs.Mode, subject: str, tool: str | None, seed: bytes
 ) -> tuple[str, Minted]:
     """A token minted deterministically at ``NOW`` with ``TTL``: the same one in every process."""
-    token = rs.Codec(ring, mode=mode, ttl=TTL)._encode_with(state, subject, tool, NOW, _fake_urandom(seed))
+    codec = rs.Codec(ring, mode=mode, ttl=TTL)
+    codec._urandom = _fake_urandom(seed)
+    token = codec.encode(state, subject=subject, tool=tool, now=NOW)
     return token, Minted(mode, subject, tool, state, NOW + TTL)
 
 
