@@ -19,9 +19,10 @@ How an answer is judged:
   ``requestState`` asks. That last rule needs the server to answer a valid
   echo differently from a first call; the probe checks this on the unmodified
   state and stops with a setup error when it cannot tell the two apart.
-- **Refused by a tool error** (WARN): a tool result with ``isError: true``. A
-  handler that crashed parsing the state answers the same way, so this proves
-  nothing; a random state answered so is a FAIL (it reached the handler).
+- **Refused like a crash** (WARN): a tool result with ``isError: true``, or
+  JSON-RPC -32603. A handler that crashed parsing the state answers the same
+  way, so this proves nothing; a random state answered so is a FAIL (it
+  reached the handler).
 - **Accepted** (FAIL): anything else, a normal result or an input-required
   that moves on (asks something else).
 - A lost connection or a timeout is neither: the check reports ERROR.

@@ -21,6 +21,7 @@ from ._mutations import (
     repadded,
     tag_emptied,
     tag_halved,
+    tag_text_halved,
     tag_removed,
     truncated,
 )
@@ -54,9 +55,9 @@ class Plan:
 
 
 def _judge(refusals: Sequence[Outcome], note: str) -> Verdict:
-    """PASS when every refusal was a JSON-RPC error or a re-elicit; WARN when one was a tool error."""
+    """PASS when every refusal was a JSON-RPC error or a re-elicit; WARN when one looked like a crash."""
     for refusal in refusals:
-        if refusal.tool_error:
+        if refusal.crashed:
             return "WARN", refusal.detail + note
     return "PASS", refusals[0].detail + note
 
@@ -68,7 +69,12 @@ _TAMPERING: Final[tuple[tuple[str, str, tuple[Mutation, ...], str], ...]] = (
     ("truncated", "truncated (-4 chars)", (truncated,), ""),
     ("extended", "extended (+AAAA)", (extended,), ""),
     ("tag_stripped", "MAC/tag removed", (tag_removed, tag_emptied), ""),
-    ("tag_truncated", "MAC/tag truncated", (tag_halved,), " (half its bytes kept)"),
+    (
+        "tag_truncated",
+        "MAC/tag truncated",
+        (tag_halved, tag_text_halved),
+        " (to half its bytes, and characters)",
+    ),
     ("prefix_swapped", "prefix swapped", (prefix_swapped,), ""),
     ("repadded", "re-padded base64", (repadded("="), repadded("==")), " (with = and ==)"),
 )
@@ -111,10 +117,10 @@ async def _random(plan: Plan) -> Verdict:
     outcome = await plan.session.echo(plan.target, random_like(state), replies)
     if outcome.accepted:
         return "FAIL", f"a random state was {outcome.detail}"
-    if outcome.tool_error:
+    if outcome.crashed:
         return "FAIL", (
-            f"a random state reached the handler: {outcome.detail} (a server that checks its state "
-            "refuses before any handler runs; a tool error is what a crash on the state looks like)"
+            f"a random state reached the handler ({outcome.detail.removeprefix('refused by ')}): a server "
+            "that checks its state refuses it before any handler runs"
         )
     return "PASS", outcome.detail
 
@@ -193,13 +199,13 @@ async def _arguments(plan: Plan) -> Verdict:
     target, other = plan.target, plan.target.other_arguments
     if other is None:
         if target.kind == "resource":
-            return "SKIP", "a resource has no arguments (its URI is its target: see the row above)"
+            return "SKIP", "a resource has no arguments (its URI is its target)"
         return "SKIP", f"the {target.kind} takes no arguments"
     restart = await plan.session.restart_of(target, other)
     state, replies = await plan.session.fresh(target)
     outcome = await plan.session.echo(target, state, replies, arguments=other, restart=restart)
     if outcome.accepted:
-        return "FAIL", f"a state minted for one set of arguments was {outcome.detail} with another"
+        return "FAIL", f"{outcome.detail} (the state was minted for other arguments)"
     return _judge([outcome], "")
 
 
@@ -210,7 +216,7 @@ async def _cross_target(plan: Plan) -> Verdict:
     state, replies = await plan.session.fresh(target)
     outcome = await plan.session.echo(other, state, replies)
     verdict: Result = "FAIL" if outcome.accepted else "PASS"
-    if not outcome.accepted and outcome.tool_error:
+    if not outcome.accepted and outcome.crashed:
         verdict = "WARN"
     return verdict, f"{target.label()} -> {other.label()}: {outcome.detail}"
 

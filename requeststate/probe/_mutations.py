@@ -100,6 +100,14 @@ def tag_halved(token: str) -> str | None:
     return prefix + b64encode_like(raw[: -_BLOB_TAG_BYTES // 2], body)
 
 
+def tag_text_halved(token: str) -> str | None:
+    """The last part cut to half its characters: a MAC compared as text, a prefix at a time."""
+    if not _TOKEN.fullmatch(token) or _blob(token) is not None:
+        return None
+    head, _, mac = token.rpartition(".")
+    return f"{head}.{mac[: len(mac) // 2]}" if len(mac) >= 2 else None
+
+
 def prefix_swapped(token: str) -> str | None:
     """``v1.`` <-> ``v1e.`` (``v1x.`` -> ``v1e.``); another prefix gets an ``x`` appended."""
     prefix, dot, rest = token.partition(".")

@@ -9,8 +9,8 @@ from typing import Any, Final, Literal, TypeAlias
 
 Result: TypeAlias = Literal["PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR"]
 """PASS: refused as it should be (a JSON-RPC error or a re-elicit). FAIL: accepted what it should
-have refused. WARN: refused only by a tool error result (``isError``), which is also what a handler
-crashing on the mutated state looks like, so it proves nothing. INFO: worth knowing, not a failure.
+have refused. WARN: refused only by a tool error result (``isError``) or an internal error (-32603), which is
+also what a handler crashing on the mutated state answers, so it proves nothing. INFO: worth knowing, not a failure.
 SKIP: not applicable to this server, or it needs an option. ERROR: the check could not complete."""
 
 RESULTS: Final[tuple[Result, ...]] = ("PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR")
@@ -117,7 +117,7 @@ class Report:
             EXIT_SETUP: "some checks could not complete",
         }[self.exit_code]
         if self.exit_code == EXIT_OK and counts["WARN"]:
-            verdict += ", but some refusals were tool errors (WARN), which prove nothing"
+            verdict += ", but some refusals looked like crashes (WARN), which prove nothing"
         return f"{', '.join(shown)}: {verdict}"
 
     def table(self) -> str:

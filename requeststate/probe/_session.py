@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CONNECTION_CLOSED,
+    INTERNAL_ERROR,
     REQUEST_TIMEOUT,
     CallToolResult,
     GetPromptResult,
@@ -53,14 +54,15 @@ _COMPLETED: Final = {
 class Outcome:
     """The server's answer to an echo: accepted or not, and how.
 
-    ``tool_error``: refused only by a tool error result (``isError``), which a handler
-    crashing on the state also gives. ``restarted``: refused by a re-elicit.
+    ``crashed``: refused the way a handler crashing on the state answers, a tool error result
+    (``isError``) or JSON-RPC -32603, so the refusal proves nothing. ``restarted``: refused by
+    a re-elicit.
     """
 
     accepted: bool
     detail: str
     restarted: bool = False
-    tool_error: bool = False
+    crashed: bool = False
 
 
 @dataclass
@@ -197,10 +199,14 @@ class Session:
         try:
             result = await self.call(target, state, replies, arguments=arguments)
         except MCPError as error:
+            if error.code == INTERNAL_ERROR:
+                return Outcome(
+                    False, f"refused by an internal error, not -32602: {error_text(error)}", crashed=True
+                )
             return Outcome(False, f"refused: {error_text(error)}")
         if isinstance(result, CallToolResult) and result.is_error:
             text = " ".join(block.text for block in result.content if isinstance(block, TextContent))[:80]
-            return Outcome(False, f"refused by a tool error (isError), not -32602: {text!r}", tool_error=True)
+            return Outcome(False, f"refused by a tool error (isError), not -32602: {text!r}", crashed=True)
         if not isinstance(result, InputRequiredResult):
             return Outcome(True, f"accepted: {_COMPLETED[target.kind]}")
         if signature(result, loose=self.loose) == (target.restart if restart is None else restart):
