@@ -21,8 +21,8 @@ from ._mutations import (
     repadded,
     tag_emptied,
     tag_halved,
-    tag_text_halved,
     tag_removed,
+    tag_text_halved,
     truncated,
 )
 from ._report import Check, Report, Result

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 Result: TypeAlias = Literal["PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR"]
-"""PASS: refused as it should be (a JSON-RPC error or a re-elicit). FAIL: accepted what it should
-have refused. WARN: refused only by a tool error result (``isError``) or an internal error (-32603), which is
-also what a handler crashing on the mutated state answers, so it proves nothing. INFO: worth knowing, not a failure.
-SKIP: not applicable to this server, or it needs an option. ERROR: the check could not complete."""
+"""PASS: refused as it should be (a JSON-RPC error or a re-elicit). FAIL: accepted what it
+should have refused. WARN: refused only by a tool error result (``isError``) or an internal
+error (-32603), which is also what a handler crashing on the mutated state answers, so it
+proves nothing. INFO: worth knowing, not a failure. SKIP: not applicable to this server, or
+it needs an option. ERROR: the check could not complete."""
 
 RESULTS: Final[tuple[Result, ...]] = ("PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR")
 EXIT_OK: Final = 0
