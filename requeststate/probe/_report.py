@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
@@ -136,7 +137,7 @@ class Report:
         width = max([len("CHECK"), *(len(check.name) for check in self.checks)])
         lines.append(f"{'CHECK':{width}}  RESULT  DETAIL")
         lines += [f"{check.name:{width}}  {check.result:6}  {escape(check.detail)}" for check in self.checks]
-        lines += ["", self.summary(), VERDICT_SCOPE]
+        lines += ["", self.summary(), *textwrap.wrap(VERDICT_SCOPE, width=100)]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:

@@ -32,7 +32,13 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, ElicitRequest, ElicitRequestFormParams, InputRequests, InputRequiredResult
+from mcp_types import (
+    INVALID_PARAMS,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequests,
+    InputRequiredResult,
+)
 from mcp_types.methods import INPUT_REQUIRED_METHODS, is_input_required
 
 import requeststate as rs
@@ -117,9 +123,9 @@ def _jwt_hs256_seal(state: str, call: Call) -> str:
 def _jwt_confused_open(token: str, call: Call) -> str:
     """The classic bug: the token names its own algorithm, and ``none`` means no check."""
     header, payload, signature = token.split(".")
-    if json.loads(_unb64u(header)).get("alg") != "none":
-        if not hmac.compare_digest(_unb64u(signature), _mac(f"{header}.{payload}".encode())):
-            raise Refused
+    trusted = json.loads(_unb64u(header)).get("alg") == "none"
+    if not trusted and not hmac.compare_digest(_unb64u(signature), _mac(f"{header}.{payload}".encode())):
+        raise Refused
     return _unb64u(payload).decode()
 
 
@@ -244,7 +250,9 @@ class SchemeBoundary:
 
 def _ask(field: str, kind: str) -> InputRequests:
     schema = {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
-    return {field: ElicitRequest(params=ElicitRequestFormParams(message=f"{field}?", requested_schema=schema))}
+    return {
+        field: ElicitRequest(params=ElicitRequestFormParams(message=f"{field}?", requested_schema=schema))
+    }
 
 
 def _wizard(restaurant: str, state: str | None) -> str | InputRequiredResult:
@@ -271,7 +279,9 @@ def wizard_server(name: str, security: RequestStateSecurity | None = None) -> MC
 
 
 def _without_boundary(server: MCPServer[Any]) -> MCPServer[Any]:
-    server.middleware[:] = [entry for entry in server.middleware if not isinstance(entry, RequestStateBoundary)]
+    server.middleware[:] = [
+        entry for entry in server.middleware if not isinstance(entry, RequestStateBoundary)
+    ]
     return server
 
 
