@@ -160,14 +160,17 @@ def _probe(args: argparse.Namespace) -> int:
     second = None
     if args.header2 or args.env2:
         second = probe.Target(target.command, target.url, headers=dict(args.header2), env=dict(args.env2))
-    return probe.run(
-        target,
+    options = probe.Options(
         tool=args.tool,
         arguments=args.arguments,
         single_use=args.single_use,
         require_confidential=args.require_confidential,
         ttl=args.ttl,
         second=second,
+    )
+    return probe.run(
+        target,
+        options,
         timeout=args.timeout,
         as_json=args.json,
         out=sys.stdout,
@@ -281,8 +284,8 @@ sent with other arguments, to another target, as another user (--header2,
 A check FAILs when the server accepts: it answers with a normal result, or
 with an input-required that moves on. It PASSes on a JSON-RPC error or a
 re-elicit: an input-required that asks exactly what a call without
-requestState asks. A tool error result (isError) is a WARN, not a PASS: a
-handler crashing on the state answers the same way. A PASS proves that
+requestState asks. A tool error result (isError) or a -32603 is a WARN, not a
+PASS: a handler crashing on the state answers the same way. A PASS proves that
 attempt was refused, not that the state cannot be forged. The probe first
 checks that the unmodified state is accepted and answered differently from a
 first call; if not, it stops (exit 2).
@@ -302,22 +305,19 @@ probe cannot run.""",
         help="the command that starts the server over stdio, after --",
     )
     probe.add_argument("--url", help="a streamable HTTP endpoint instead, e.g. http://127.0.0.1:8000/mcp")
-    probe.add_argument(
-        "--header",
-        action="append",
-        type=_header,
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="an HTTP header for --url, e.g. 'Authorization: Bearer ...' (repeatable; never printed)",
-    )
-    probe.add_argument(
-        "--header2",
-        action="append",
-        type=_header,
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="the headers of a second identity, for the other-user check (repeatable; never printed)",
-    )
+    for flag, help_text in (
+        (
+            "--header",
+            "an HTTP header for --url, e.g. 'Authorization: Bearer ...' (repeatable; never printed)",
+        ),
+        (
+            "--header2",
+            "the headers of a second identity, for the other-user check (repeatable; never printed)",
+        ),
+    ):
+        probe.add_argument(
+            flag, action="append", type=_header, default=[], metavar="'NAME: VALUE'", help=help_text
+        )
     probe.add_argument(
         "--env2",
         action="append",

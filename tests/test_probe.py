@@ -93,7 +93,7 @@ def in_process(server: object, **options: Any) -> probe.Report:
 
     async def run() -> probe.Report:
         target = probe.Target(server=server)
-        return await probe.probe(target, server_log=io.StringIO(), timeout=60, **options)
+        return await probe.probe(target, probe.Options(**options), server_log=io.StringIO(), timeout=60)
 
     return anyio.run(run)
 

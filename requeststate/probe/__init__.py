@@ -35,8 +35,8 @@ The package imports ``mcp``; the command line imports it only when ``probe`` run
 
 from __future__ import annotations
 
-from ._report import Check, Report, Result, Target
+from ._report import Check, Options, Report, Result, Target
 from ._run import DEFAULT_TIMEOUT, probe, run
 from ._session import ProbeError
 
-__all__ = ["DEFAULT_TIMEOUT", "Check", "ProbeError", "Report", "Result", "Target", "probe", "run"]
+__all__ = ["DEFAULT_TIMEOUT", "Check", "Options", "ProbeError", "Report", "Result", "Target", "probe", "run"]

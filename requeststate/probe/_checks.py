@@ -25,7 +25,7 @@ from ._mutations import (
     tag_text_halved,
     truncated,
 )
-from ._report import Check, Report, Result
+from ._report import Check, Options, Report, Result
 from ._session import Endpoint, Outcome, ProbeError, Session, TransportFailure
 
 Verdict: TypeAlias = tuple[Result, str]
@@ -46,12 +46,10 @@ class Plan:
     session: Session
     target: Endpoint
     other: Endpoint | None
-    single_use: bool
-    confidential: bool
-    ttl: float | None
+    options: Options
     extend: Callable[[float], None]  # moves the probe's deadline, for the expiry check's wait
     again: Connector  # a second connection, same identity
-    second: Connector | None  # a connection as another identity (--header2, --env2)
+    second: Connector | None  # a connection as options.second, another identity
 
 
 def _judge(refusals: Sequence[Outcome], note: str) -> Verdict:
@@ -266,8 +264,8 @@ def _find_exp(value: object) -> int | None:
 
 async def _expiry(plan: Plan) -> Verdict:
     state, replies = await plan.session.fresh(plan.target)
-    if plan.ttl is not None:
-        wait, source = plan.ttl + EXPIRY_MARGIN, f"a TTL of {plan.ttl:g} s (--ttl)"
+    if plan.options.ttl is not None:
+        wait, source = plan.options.ttl + EXPIRY_MARGIN, f"a TTL of {plan.options.ttl:g} s (--ttl)"
     else:
         left = _expiry_in(state)
         if left is None:
@@ -292,7 +290,7 @@ async def _replay(plan: Plan) -> Verdict:
     if not twice.accepted:
         verdict, detail = _judge([twice], "")
         return verdict, f"single-use: the second redemption is {detail}"
-    if plan.single_use:
+    if plan.options.single_use:
         return "FAIL", f"the second redemption is {twice.detail}"
     return "INFO", f"the second redemption is {twice.detail} (not single-use; --single-use makes this a FAIL)"
 
@@ -302,7 +300,7 @@ async def _hidden(plan: Plan) -> Verdict:
     seen = readable(state)
     if seen is None:
         return "PASS", "nothing readable in the token (opaque to the client)"
-    if plan.confidential:
+    if plan.options.require_confidential:
         return "FAIL", f"state readable by the client: {seen}"
     return "INFO", f"state readable by the client: {seen} (--require-confidential makes this a FAIL)"
 

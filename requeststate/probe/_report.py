@@ -72,6 +72,27 @@ class Target:
 
 
 @dataclass(frozen=True)
+class Options:
+    """How to probe: what to call, what to demand, and what the server's state should withstand.
+
+    ``tool`` and ``arguments`` name the tool to probe and its arguments (default: the first
+    tool, prompt or resource that answers input-required, with placeholder arguments).
+    ``single_use`` and ``require_confidential`` turn a replay and a readable state from INFO
+    into FAIL. ``ttl`` is the server's state lifetime in seconds, for the expiry check (the
+    probe waits it out). ``second`` is the same server as another identity (other headers,
+    another environment, or another in-process server object sharing the keys), for the
+    other-user check.
+    """
+
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    single_use: bool = False
+    require_confidential: bool = False
+    ttl: float | None = None
+    second: Target | None = None
+
+
+@dataclass(frozen=True)
 class Check:
     """One line of the report."""
 

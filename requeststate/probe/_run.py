@@ -23,7 +23,7 @@ from ._checks import Plan, run_checks
 from ._encodings import parse_json
 from ._mutations import PREFIX
 from ._placeholders import answers
-from ._report import EXIT_SETUP, Report, Target, escape
+from ._report import EXIT_SETUP, Options, Report, Target, escape
 from ._session import (
     Endpoint,
     ProbeError,
@@ -41,6 +41,7 @@ from ._session import (
 DEFAULT_TIMEOUT: Final = 20.0
 _SERVER_LOG_LINES: Final = 20
 _UNAUTHORIZED: Final = frozenset({401, 403})
+_DEFAULTS: Final = Options()
 
 
 @dataclass
@@ -106,22 +107,10 @@ def _reason(error: BaseException) -> str:
 
 
 async def probe(
-    target: Target,
-    *,
-    tool: str | None = None,
-    arguments: dict[str, Any] | None = None,
-    single_use: bool = False,
-    require_confidential: bool = False,
-    ttl: float | None = None,
-    second: Target | None = None,
-    timeout: float | None = None,
-    server_log: TextIO,
+    target: Target, options: Options = _DEFAULTS, *, timeout: float | None = None, server_log: TextIO
 ) -> Report:
     """Probe the server at ``target``; raises ``ProbeError`` when it cannot (exit code 2).
 
-    ``second`` is the same server as another identity (other headers, another environment,
-    or another in-process server object sharing the keys), for the other-user check. ``ttl``
-    is the server's state lifetime in seconds, for the expiry check (the probe waits it out).
     ``timeout`` bounds the probe's own work (``TimeoutError``); the expiry check's wait comes
     on top. ``server_log`` receives the stderr of a server spawned over stdio.
     """
@@ -132,21 +121,11 @@ async def probe(
         def extend(seconds: float) -> None:
             scope.deadline += seconds
 
-        return await _probe(
-            target, tool, arguments, single_use, require_confidential, ttl, second, extend, server_log
-        )
+        return await _probe(target, options, extend, server_log)
 
 
 async def _probe(
-    target: Target,
-    tool: str | None,
-    arguments: dict[str, Any] | None,
-    single_use: bool,
-    require_confidential: bool,
-    ttl: float | None,
-    second: Target | None,
-    extend: Callable[[float], None],
-    server_log: TextIO,
+    target: Target, options: Options, extend: Callable[[float], None], server_log: TextIO
 ) -> Report:
     report = Report(target)
     failure: ProbeError | None = None
@@ -154,14 +133,13 @@ async def _probe(
         # Raised in here, an error would reach the caller wrapped in the transport's exception
         # group: keep it until the connection is closed.
         try:
-            session, first, other = await _set_up(client, report, tool, arguments)
+            session, first, other = await _set_up(client, report, options.tool, options.arguments)
+            second = options.second
             plan = Plan(
                 session,
                 first,
                 other,
-                single_use,
-                require_confidential,
-                ttl,
+                options,
                 extend,
                 again=partial(_session, target, server_log, session.loose),
                 second=None if second is None else partial(_session, second, server_log, session.loose),
@@ -278,13 +256,8 @@ def _tail(log: TextIO) -> str:
 
 def run(
     target: Target,
+    options: Options = _DEFAULTS,
     *,
-    tool: str | None = None,
-    arguments: dict[str, Any] | None = None,
-    single_use: bool = False,
-    require_confidential: bool = False,
-    ttl: float | None = None,
-    second: Target | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     as_json: bool = False,
     out: TextIO,
@@ -296,17 +269,7 @@ def run(
     """
 
     async def bounded() -> Report:
-        return await probe(
-            target,
-            tool=tool,
-            arguments=arguments,
-            single_use=single_use,
-            require_confidential=require_confidential,
-            ttl=ttl,
-            second=second,
-            timeout=timeout,
-            server_log=server_log,
-        )
+        return await probe(target, options, timeout=timeout, server_log=server_log)
 
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as server_log:
         try:
