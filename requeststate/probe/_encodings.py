@@ -25,6 +25,7 @@ from urllib.parse import quote, unquote
 
 _MAX_DEPTH: Final = 8
 _MIN_ENCODED: Final = 8  # shorter text is not worth decoding as base64 or hex
+_MAX_INFLATED: Final = 1 << 20
 _BASE64: Final = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 _HEX: Final = re.compile(r"(?:[0-9a-f]{2})+|(?:[0-9A-F]{2})+")
 _FORM_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-\[\]]*")
@@ -198,10 +199,23 @@ def _deflate(raw: bytes) -> bytes:
     return compressor.compress(raw) + compressor.flush()
 
 
+def _inflate(wbits: int) -> Callable[[bytes], bytes]:
+    """Decompress at most ``_MAX_INFLATED`` bytes: the state comes from the server, maybe a bomb."""
+
+    def inflate(raw: bytes) -> bytes:
+        inflater = zlib.decompressobj(wbits=wbits)
+        inflated = inflater.decompress(raw, _MAX_INFLATED)
+        if inflater.unconsumed_tail or not inflater.eof:
+            raise zlib.error("too large, or truncated")
+        return inflated
+
+    return inflate
+
+
 _COMPRESSIONS: Final[tuple[tuple[str, bytes, Callable[[bytes], bytes], Callable[[bytes], bytes]], ...]] = (
-    ("zlib", b"\x78", zlib.decompress, zlib.compress),
-    ("gzip", b"\x1f\x8b", gzip.decompress, lambda raw: gzip.compress(raw, mtime=0)),
-    ("deflate", b"", lambda raw: zlib.decompress(raw, wbits=-15), _deflate),
+    ("zlib", b"\x78", _inflate(15), zlib.compress),
+    ("gzip", b"\x1f\x8b", _inflate(31), lambda raw: gzip.compress(raw, mtime=0)),
+    ("deflate", b"", _inflate(-15), _deflate),
 )
 
 
@@ -214,7 +228,7 @@ def _bytes(raw: bytes, depth: int) -> Iterator[Reading]:
             continue
         try:
             inflated = decompress(raw)
-        except (zlib.error, OSError, EOFError):
+        except zlib.error:
             continue
         for reading in _bytes(inflated, depth + 1):
             yield _layer(reading, name, compress)
