@@ -217,6 +217,7 @@ def test_the_sdk_default_boundary_passes_every_row() -> None:
     assert {found[c] for c in [*FORGERY, "cross_tool", "other_user", "expiry"]} == {"SKIP"}
     assert found["replay"] == "INFO"
     assert report.exit_code == 0
+    assert report.to_json()["target"] == {"transport": "in-process"}
 
 
 def test_the_sdk_boundary_with_a_shared_key_refuses_another_user() -> None:
@@ -592,6 +593,11 @@ def _b64u(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def _raw_deflate(raw: bytes) -> bytes:
+    compressor = zlib.compressobj(wbits=-15)
+    return compressor.compress(raw) + compressor.flush()
+
+
 def test_mutations_change_the_token() -> None:
     for mutate in (*(mutations.flip(f) for f in (0.2, 0.5, 0.8)), mutations.truncated, mutations.extended):
         for token in (SIGNED, SEALED):
@@ -666,6 +672,7 @@ LAYERED = {
     "hex(JSON)": STATE.encode().hex(),
     "hex(zlib(JSON))": zlib.compress(STATE.encode()).hex(),
     "form-encoded text": "restaurant=probe&step=1",
+    "base64url(deflate(JSON))": _b64u(_raw_deflate(STATE.encode())),
 }
 
 
