@@ -16,7 +16,7 @@ and raises ``PropertyViolation`` when one of these breaks:
 5. with a guard, the same token is refused as ``replayed`` the second time;
 6. a token the harness seals around arbitrary payload bytes (with the real key,
    through the independent ``tests/reference.py``) is accepted exactly when
-   SPEC.md's payload rules, checked here with the standard library, accept it.
+   docs/wire-format.md's payload rules, checked here with the standard library, accept it.
 
 Minting is deterministic (fixed key, clock and "random" bytes), so an input
 means the same case in every process: the committed corpus replays as plain
@@ -35,7 +35,7 @@ from typing import Any, Final
 import msgspec
 
 import requeststate as rs
-from tests import reference
+from tests.support import reference
 
 __all__ = [
     "HEADER_BYTES",
@@ -337,7 +337,7 @@ class _Float(float):
 
 
 def reference_claims(payload: bytes, guarded: bool) -> tuple[str, int, str] | None:
-    """SPEC.md's payload rules with the standard library: ``(s, exp, b)``, or ``None`` if refused."""
+    """The payload rules of docs/wire-format.md, with the standard library: ``(s, exp, b)``, or ``None``."""
     try:
         document = json.loads(
             payload.decode("utf-8"),

@@ -13,8 +13,8 @@ import requeststate as rs
 from requeststate._base64 import b64decode
 from requeststate._envelope import MAX_JSON_DEPTH
 from requeststate._modes import MODE_BY_PREFIX
-from tests import reference as ref
 from tests.conftest import ALL_MODES, NOW, OTHER_SECRET, SECRET
+from tests.support import reference as ref
 
 
 class Step(msgspec.Struct):

@@ -45,8 +45,8 @@ from requeststate._cli import main
 from requeststate.probe import _encodings as encodings
 from requeststate.probe import _mutations as mutations
 from requeststate.probe import _placeholders as placeholders
-from tests import probe_server
 from tests.support import probe_gallery as gallery
+from tests.support import probe_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
@@ -249,7 +249,7 @@ def test_a_key_per_process_makes_the_other_user_row_an_error_not_a_pass(
 ) -> None:
     # Each process of this server draws its own key: a second process refuses every state, so the
     # control (a second process as the same identity) fails and a refusal would prove nothing.
-    command = [sys.executable, "-m", "tests.probe_server", "varying"]
+    command = [sys.executable, "-m", "tests.support.probe_server", "varying"]
     code, report = probe_json(capsys, "--env2", "PROBE_USER=mallory", "--", *command)
     check = next(c for c in report["checks"] if c["id"] == "other_user")
     assert check["result"] == "ERROR"
@@ -338,7 +338,7 @@ def test_insecure_server_strict_json_report(server_env: None, capsys: pytest.Cap
 def test_guarded_reeliciting_server_passes_with_single_use(
     server_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    command = [sys.executable, "-m", "tests.probe_server", "guarded"]
+    command = [sys.executable, "-m", "tests.support.probe_server", "guarded"]
     arguments = '{"topic": "chosen"}'
     _, report = probe_json(
         capsys, "--single-use", "--tool", "wizard", "--arguments", arguments, "--", *command
@@ -355,7 +355,7 @@ def test_guarded_reeliciting_server_passes_with_single_use(
 def test_first_rounds_that_vary_are_compared_by_their_keys(
     server_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, report = probe_json(capsys, "--", sys.executable, "-m", "tests.probe_server", "varying")
+    code, report = probe_json(capsys, "--", sys.executable, "-m", "tests.support.probe_server", "varying")
     assert code == 0, report
     assert report["baseline"] == "the unmodified state is accepted: the tool completed"
     found = results(report)
@@ -368,7 +368,7 @@ def test_first_rounds_that_vary_are_compared_by_their_keys(
 def test_a_server_that_dies_mid_probe_gives_errors_not_passes(
     server_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, report = probe_json(capsys, "--", sys.executable, "-m", "tests.probe_server", "crashing")
+    code, report = probe_json(capsys, "--", sys.executable, "-m", "tests.support.probe_server", "crashing")
     assert code == 2
     assert report["exit_code"] == 2
     assert results(report)["bit_flip"] == "ERROR"
@@ -547,7 +547,8 @@ def test_server_refusing_its_own_state_is_a_setup_error(
     server_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Were it not caught, every mutation would "pass" against a server that refuses everything.
-    code = main(["probe", "--tool", "ask", "--", sys.executable, "-m", "tests.probe_server", "refusing"])
+    server = [sys.executable, "-m", "tests.support.probe_server", "refusing"]
+    code = main(["probe", "--tool", "ask", "--", *server])
     captured = capsys.readouterr()
     assert code == 2
     assert captured.out == ""

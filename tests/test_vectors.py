@@ -11,7 +11,7 @@ import pytest
 import requeststate as rs
 from requeststate._envelope import build_payload
 from requeststate._signed import SIGNED
-from tests import reference as ref
+from tests.support import reference as ref
 
 VECTORS = Path(__file__).parent / "vectors"
 VALID: list[dict[str, Any]] = json.loads((VECTORS / "valid.json").read_text(encoding="utf-8"))
