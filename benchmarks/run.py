@@ -99,8 +99,9 @@ class Timing:
     codec: str
     """A mode's value (``signed``, ``encrypted``, ...) or a peer's name."""
     op: str
-    """``encode``, ``decode``, ``encode floor``, ``decode floor``, ``decode tampered``,
-    ``decode wrong subject``, ``decode expired``, ``decode oversized`` or ``round``."""
+    """``encode``, ``decode``, ``encode function``, ``decode function``, ``encode floor``,
+    ``decode floor``, ``decode tampered``, ``decode wrong subject``, ``decode expired``,
+    ``decode oversized`` or ``round``."""
     size: int
     best_us: float
     median_us: float

@@ -139,9 +139,13 @@ def test_refusal_cases_are_refusals() -> None:
     ring = rs.KeyRing(bytes(range(32)))
     for mode in rs.Mode:
         cases = codec_cases(make_state(64), ring, mode, oversized=True)
-        assert all(
-            cases[name]() is None for name in cases if name.startswith("decode ") and "floor" not in name
-        )
+        refusals = [
+            name
+            for name in cases
+            if name.startswith("decode ") and name not in ("decode function", "decode floor")
+        ]
+        assert refusals == ["decode tampered", "decode wrong subject", "decode expired", "decode oversized"]
+        assert [cases[name]() for name in refusals] == [None] * 4
 
 
 def test_a_missing_peer_is_not_installed_rather_than_a_crash() -> None:
@@ -282,4 +286,35 @@ def test_claim_rows_of_a_setup_that_did_not_start_say_why() -> None:
         "-",
         "-",
         "not available: no redis-cli",
+    ]
+
+
+def test_floor_targets_are_issue_13s_limits_with_their_floor_named(results: Results) -> None:
+    names = [t.name for t in judge(results) if t.name.startswith("Codec.") and "floor" in t.name]
+    assert names == [
+        "Codec.encode 64 B signed <= 1.4x floor (hmac.digest + base64url)",
+        "Codec.decode 64 B signed <= 1.4x floor (base64url decode + hmac.digest + compare_digest)",
+        "Codec.encode 64 B encrypted <= 1.7x floor (os.urandom(12) + AESGCM.encrypt + base64url)",
+        "Codec.decode 64 B encrypted <= 1.6x floor (base64url decode + AESGCM.decrypt)",
+    ]
+
+
+def test_the_codec_target_divides_the_codec_by_the_function(results: Results) -> None:
+    codec = results.timing("encrypted", "decode", 64)
+    assert codec is not None
+    slower = dataclasses.replace(codec, op="decode function", best_us=2 * codec.best_us)
+    timings = [t for t in results.timings if (t.codec, t.op, t.size) != ("encrypted", "decode function", 64)]
+    targets = judge(dataclasses.replace(results, timings=[*timings, slower]))
+    (target,) = (t for t in targets if t.name.startswith("Codec.decode encrypted as fast or faster"))
+    assert (target.status, target.detail) == ("PASS", "0.50x the function")
+
+
+def test_each_mode_has_its_own_sdk_speedup_target(results: Results) -> None:
+    sdk = Timing("mcp SDK", "round", 64, 1000.0, 1000.0, 1.0, 1, 1)
+    targets = judge(dataclasses.replace(results, peers=["mcp SDK"], timings=[*results.timings, sdk]))
+    names = [t.name for t in targets if "faster than the mcp SDK" in t.name]
+    assert names == [
+        "round signed >= 4x faster than the mcp SDK (64 B)",
+        "round encrypted >= 6x faster than the mcp SDK (64 B)",
+        "round xchacha >= 2.5x faster than the mcp SDK (64 B)",
     ]
