@@ -35,9 +35,14 @@ import logging
 import math
 from typing import Final, final
 
-import redis
-import redis.asyncio
-from redis.asyncio.retry import Retry as AsyncRetry
+try:
+    import redis
+    import redis.asyncio
+    from redis.asyncio.retry import Retry as AsyncRetry
+except ImportError as missing:  # the extra is not installed, or an older redis-py
+    raise ImportError(
+        "requeststate.redis needs the redis extra: pip install 'requeststate[redis]'", name=missing.name
+    ) from missing
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
