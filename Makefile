@@ -40,7 +40,7 @@ lint: $(VENV)/.installed-dev
 
 # The docs site (MkDocs + mkdocstrings) into site/; --strict makes every warning an error.
 docs: $(VENV)/.installed-dev
-	$(PY) -m mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 # python -m build, twine check --strict, check-wheel-contents, then the wheel alone in a fresh venv.
 wheel-smoke: $(VENV)/.installed-dev
