@@ -190,7 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             outcomes.append(Outcome(run.name, "SKIPPED", message))
             continue
         print(f"matrix: [{run.name}] Python {run.version} from {interpreter}", flush=True)
-        outcomes.append(run_suite(run, prepare(run, interpreter)))
+        try:
+            python = prepare(run, interpreter)
+        except subprocess.CalledProcessError as failed:
+            outcomes.append(
+                Outcome(run.name, "FAILED", f"could not install: {' '.join(map(str, failed.cmd[3:]))}")
+            )
+            continue
+        outcomes.append(run_suite(run, python))
     print("\nmatrix summary:")
     for outcome in outcomes:
         print(f"  {outcome.name:8} {outcome.status:8} {outcome.detail}")
