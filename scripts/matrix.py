@@ -197,7 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 Outcome(run.name, "FAILED", f"could not install: {' '.join(map(str, failed.cmd[3:]))}")
             )
             continue
-        outcomes.append(run_suite(run, python))
+        outcome = run_suite(run, python)
+        print(f"matrix: [{run.name}] {outcome.status}: {outcome.detail}", flush=True)
+        outcomes.append(outcome)
     print("\nmatrix summary:")
     for outcome in outcomes:
         print(f"  {outcome.name:8} {outcome.status:8} {outcome.detail}")
