@@ -32,7 +32,8 @@ def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subpr
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, **(env or {})},
+        # inspect reads REQUESTSTATE_KEYS when set: only a test that sets it sees one.
+        env={**{k: v for k, v in os.environ.items() if k != "REQUESTSTATE_KEYS"}, **(env or {})},
     )
 
 
