@@ -214,6 +214,9 @@ def _inspect(args: argparse.Namespace) -> int:
     except InvalidToken as refused:
         print(f"REFUSED under {key_env}: {refused.reason}")
         return EXIT_REFUSED
+    except ValueError as error:  # --now or --leeway out of range: verify never raises for the token
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     print(f"VALID under {keys!r} from {key_env}")
     print(f"mode:    {mode}")
     _show_claims(None if claims.expires_at is None else claims.expires_at - args.leeway, claims.token_id, now)

@@ -241,6 +241,14 @@ def test_inspect_of_a_deeply_nested_payload_refuses_it_cleanly() -> None:
     assert done.stderr == "not a well-formed v1. token: its payload is JSON nested too deeply\n"
 
 
+@pytest.mark.parametrize(("option", "value"), [("--leeway", "-1"), ("--now", str(2**63))])
+def test_inspect_with_an_option_out_of_range_is_a_usage_error(option: str, value: str) -> None:
+    done = run("inspect", token("signed"), "--key-env", "TEST_KEYS", option, value, env=KEY_ENV)
+    assert done.returncode == 2
+    assert f"error: {option[2:]} must be an int from" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_inspect_with_a_hex_key_names_the_key_encoding_option() -> None:
     done = run("inspect", token("signed"), "--key-env", "HEX", env={"HEX": SECRET.hex()})
     assert done.returncode == 2
