@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 
 from .cases import OVERSIZED_TOKEN_CHARS, size_label
 from .guards import ASYNC_CONCURRENCY, STATE_SIZE, GuardResults
+from .importtime import IMPORT_TARGET_MS, NOT_AT_IMPORT
 from .run import Results, Timing
 
 __all__ = ["DEFINITIONS", "Target", "judge", "render", "to_json", "write_chart"]
@@ -214,6 +215,25 @@ def judge(results: Results) -> list[Target]:
                 f"multi-core scaling >= {limit:.1f}x on {scaling.processes} cores",
                 _status(scaling.factor >= limit),
                 f"{scaling.factor:.2f}x",
+            )
+        )
+    if results.import_time is None:
+        targets.append(Target("import requeststate", "SKIP", "not measured"))
+    else:
+        took = results.import_time
+        targets.append(
+            Target(
+                f"import requeststate <= {IMPORT_TARGET_MS:.0f} ms (-X importtime, best of {took.runs})",
+                _status(took.best_ms <= IMPORT_TARGET_MS),
+                f"{took.best_ms:.1f} ms; its imports alone {took.dependencies_ms:.1f} ms, "
+                f"requeststate's own code {took.best_ms - took.dependencies_ms:.1f} ms",
+            )
+        )
+        targets.append(
+            Target(
+                f"import requeststate loads none of {', '.join(NOT_AT_IMPORT)}",
+                _status(not took.unwanted),
+                f"loads {', '.join(took.unwanted)}" if took.unwanted else "none loaded",
             )
         )
     for row in results.memory:
@@ -475,6 +495,16 @@ def render(results: Results, targets: Sequence[Target]) -> str:
     ]
     if results.guards is not None:
         parts += ["", *_guard_section(results.guards)]
+    if results.import_time is not None:
+        took = results.import_time
+        parts += [
+            "",
+            "### import requeststate (python -X importtime, fresh interpreters)",
+            "",
+            f"Best {took.best_ms:.1f} ms, median {took.median_ms:.1f} ms of {took.runs} runs; "
+            f"{took.modules} modules loaded; of {', '.join(NOT_AT_IMPORT)}: "
+            f"{', '.join(took.unwanted) or 'none'}.",
+        ]
     parts += [
         "",
         "### Targets",
@@ -528,6 +558,7 @@ def to_json(results: Results, targets: Sequence[Target]) -> dict[str, Any]:
         ],
         "scaling": None if scaling is None else {**dataclasses.asdict(scaling), "factor": scaling.factor},
         "guards": _guards_json(results.guards),
+        "import_time": None if results.import_time is None else dataclasses.asdict(results.import_time),
         "targets": [dataclasses.asdict(target) for target in targets],
     }
 

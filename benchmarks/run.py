@@ -15,6 +15,7 @@ import requeststate as rs
 
 from .cases import SIZES, codec_cases, make_state, round_trip
 from .guards import GuardResults, measure_guards
+from .importtime import ImportTime, measure_import
 from .memory import MemoryUse, measure_memory
 from .multicore import Scaling, available_cores, measure_scaling
 from .peers import PEERS, build_peer
@@ -53,6 +54,8 @@ class Settings:
     """Ids a ``MemoryGuard`` holds when its memory is traced (its default capacity)."""
     guard_claims: int = 0
     """Sync and async claims timed per Redis setup (``guards.measure_claims``); 0 skips them."""
+    import_runs: int = 7
+    """Fresh interpreters timed importing ``requeststate`` (``importtime.py``); 0 skips it."""
 
     @classmethod
     def full(cls) -> Settings:
@@ -142,6 +145,8 @@ class Results:
     scaling: Scaling | None = None
     guards: GuardResults | None = None
     """The replay guards' added cost, if measured."""
+    import_time: ImportTime | None = None
+    """What ``import requeststate`` costs a fresh interpreter, if measured."""
     seconds: float = 0.0
 
     def timing(self, codec: str, op: str, size: int) -> Timing | None:
@@ -200,6 +205,9 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda line: None)
         },
         modes=[mode.value for mode in rs.Mode],
     )
+    if settings.import_runs:
+        progress(f"import requeststate: {settings.import_runs} fresh interpreters, -X importtime")
+        results.import_time = measure_import(settings.import_runs)
     ring = rs.KeyRing(os.urandom(32))
     smallest = min(settings.sizes)
     for size in settings.sizes:

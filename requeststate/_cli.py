@@ -3,30 +3,44 @@
 Exit codes: 0 success (for ``inspect``, a token that verifies or was only
 read), 1 a token refused or unreadable (for ``probe``, at least one FAIL),
 2 a usage or configuration error (for ``probe``, also a server that did not
-start or offers no input-required tool). Results go to stdout, errors to stderr.
+start or offers no input-required tool), 141 (128 + SIGPIPE) when the reader
+of stdout went away (``requeststate demo | head``). Results go to stdout,
+errors to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import importlib.util
 import json
 import os
 import runpy
 import sys
+import time
 from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
 from typing import TextIO
 
+from . import __version__
 from ._base64 import b64decode, b64encode
 from ._codec import encode, verify
-from ._errors import InvalidToken
+from ._encrypted import AeadMode
+from ._errors import InvalidToken, Reason
 from ._keys import MIN_SECRET_BYTES, KeyRing
-from ._modes import Mode, mode_of
+from ._modes import Mode, mode_of, wire_modes
 
 __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a process killed by SIGPIPE
+
+# keygen's ceiling: far above any useful secret (HKDF reads it whole), far below a MemoryError.
+MAX_SECRET_BYTES = 1024
+DEFAULT_KEY_ENV = "REQUESTSTATE_KEYS"
 
 
 def _tamper(token: str) -> str:
@@ -69,7 +83,11 @@ def _keygen(args: argparse.Namespace) -> int:
 
 
 def _read_unverified_payload(token: str) -> object:
-    """The payload of a ``v1.`` token, NOT verified: what the client can read too."""
+    """The payload of a ``v1.`` token, NOT verified: what the client can read too.
+
+    ``None`` when it is not base64url JSON. Raises ``RecursionError`` for JSON
+    nested too deeply to parse (the caller refuses it).
+    """
     parts = token.split(".")
     raw = b64decode(parts[1]) if len(parts) == 3 else None
     if raw is None:
@@ -80,52 +98,165 @@ def _read_unverified_payload(token: str) -> object:
         return None
 
 
+def _is_well_formed_sealed(token: str, mode: Mode) -> bool:
+    # Only the framing: base64url of at least a nonce and a tag. Whether it
+    # decrypts is for verify to say, with the key.
+    (wire,) = wire_modes(mode)[1]
+    body = b64decode(token[len(wire.prefix) :])
+    return body is not None and isinstance(wire, AeadMode) and len(body) >= wire.shortest_blob
+
+
+def _when(exp: object, now: int) -> str:
+    if exp is None:
+        return "not given"
+    if not isinstance(exp, int) or isinstance(exp, bool):
+        return "not an integer"
+    try:
+        stamp = datetime.datetime.fromtimestamp(exp, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        stamp = "beyond the calendar"
+    left = exp - now
+    return f"{stamp} (unix {exp}), " + (f"{left} s left" if left >= 0 else f"expired {-left} s ago")
+
+
+def _show_claims(exp: object, token_id: object, now: int) -> None:
+    print(f"expires: {_when(exp, now)}")
+    print(f"id:      {token_id if isinstance(token_id, str) else 'none (cannot be made single-use)'}")
+
+
+def _show_unverified(token: str, mode: Mode, now: int) -> int:
+    if mode is not Mode.SIGNED:
+        if not _is_well_formed_sealed(token, mode):
+            print(
+                f"not a well-formed {_prefix(token)} token: the body is not a nonce and a tag in base64url",
+                file=sys.stderr,
+            )
+            return EXIT_REFUSED
+        print(f"mode:    {mode}")
+        print(f"state:   sealed: set {DEFAULT_KEY_ENV} or pass --key-env to verify and read it,")
+        print("         with its expiry and id")
+        return EXIT_OK
+    try:
+        payload = _read_unverified_payload(token)
+        # ensure_ascii: the payload is the client's to write, so no raw control
+        # characters reach the terminal.
+        shown = None if payload is None else json.dumps(payload, indent=2, ensure_ascii=True)
+    except RecursionError:
+        print("not a well-formed v1. token: its payload is JSON nested too deeply", file=sys.stderr)
+        return EXIT_REFUSED
+    if shown is None:
+        print("not a well-formed v1. token: the payload is not readable base64url JSON", file=sys.stderr)
+        return EXIT_REFUSED
+    fields = payload if isinstance(payload, dict) else {}
+    print(f"mode:    {mode}")
+    print(f"UNVERIFIED (anyone can write this; set {DEFAULT_KEY_ENV} or pass --key-env to verify):")
+    _show_claims(fields.get("exp"), fields.get("id"), now)
+    print("payload:")
+    print(shown)
+    return EXIT_OK
+
+
+class _Claims:
+    """A guard that only records what verify hands a guard: the token's id and expiry.
+
+    The public ``Guard`` protocol is how a verified token's id and ``exp`` leave
+    the core; ``inspect`` claims nothing (it answers True, so nothing is refused).
+    """
+
+    token_id: str | None = None
+    expires_at: int | None = None
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        self.token_id, self.expires_at = token_id, expires_at
+        return True
+
+
+def _prefix(token: str) -> str:
+    return token[: token.index(".") + 1]
+
+
 def _inspect(args: argparse.Namespace) -> int:
-    token: str = sys.stdin.read().strip() if args.token == "-" else args.token  # noqa: S105 (not a password)
+    # strip: a token pasted or read from a file often ends in a newline.
+    raw: str = sys.stdin.read() if args.token == "-" else args.token  # noqa: S105 (not a password)
+    token = raw.strip()
     mode = mode_of(token)
     if mode is None:
         print("not a requeststate token: no v1., v1e. or v1x. prefix", file=sys.stderr)
         return EXIT_REFUSED
-    print(f"mode:   {mode} ({token[: token.index('.') + 1]})")
-    print(f"length: {len(token)} characters")
-    if args.key_env is None:
-        if mode is not Mode.SIGNED:
-            print("state:  encrypted; pass --key-env to verify and read it")
-            return EXIT_OK
-        payload = _read_unverified_payload(token)
-        if payload is None:
-            print("payload is not readable base64url JSON", file=sys.stderr)
-            return EXIT_REFUSED
-        # ensure_ascii: the payload is the client's to write, so no raw control
-        # characters reach the terminal.
-        print("payload (UNVERIFIED: anyone can write this; pass --key-env to verify):")
-        print(json.dumps(payload, indent=2, ensure_ascii=True))
-        return EXIT_OK
+    now = int(time.time()) if args.now is None else args.now
+    # The mode is named only once the token is known to be well-formed (or valid):
+    # "v1e.!!!!" is not an encrypted anything.
+    print(f"prefix:  {_prefix(token)}")
+    print(f"length:  {len(token)} characters")
+    key_env = args.key_env or (DEFAULT_KEY_ENV if os.environ.get(DEFAULT_KEY_ENV, "").strip() else None)
+    if key_env is None:
+        return _show_unverified(token, mode, now)
     try:
-        keys = KeyRing.from_env(args.key_env)
+        keys = KeyRing.from_env(key_env, encoding=args.key_encoding)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    claims = _Claims()
+    check = partial(
+        verify, token, keys, mode=mode, subject=args.subject, tool=args.tool, now=now, leeway=args.leeway
+    )
     try:
-        state = verify(
-            token, keys, mode=mode, subject=args.subject, tool=args.tool, now=args.now, leeway=args.leeway
-        )
+        try:
+            state = check(guard=claims)
+        except InvalidToken as refused:
+            if refused.reason is not Reason.MALFORMED:
+                raise
+            # With a guard, a token minted without an id (by mcp.d) is refused as
+            # malformed; without one it may still verify.
+            state = check()
     except InvalidToken as refused:
-        print(f"REFUSED: {refused.reason}")
+        print(f"REFUSED under {key_env}: {refused.reason}")
         return EXIT_REFUSED
-    print(f"VALID under {keys!r}")
-    print(f"state:  {json.dumps(state, ensure_ascii=True)}")
+    except ValueError as error:  # --now or --leeway out of range: verify never raises for the token
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"VALID under {keys!r} from {key_env}")
+    print(f"mode:    {mode}")
+    _show_claims(None if claims.expires_at is None else claims.expires_at - args.leeway, claims.token_id, now)
+    print(f"state:   {json.dumps(state, ensure_ascii=True)}")
     return EXIT_OK
 
 
+_BENCH_NEEDS_CHECKOUT = (
+    "the benchmark ships with the source tree, not the wheel: run from a checkout (make bench)"
+)
+
+
+def _checkout_benchmarks() -> bool:
+    """Whether ``benchmarks`` would import from the checkout this package came from.
+
+    Under ``python -m`` the current directory comes first on ``sys.path``: any
+    ``benchmarks`` package there would run. Only the one beside the package's
+    own source is ours.
+    """
+    try:
+        spec = importlib.util.find_spec("benchmarks")
+    except (ImportError, ValueError):
+        return False
+    if spec is None or spec.origin is None:
+        return False
+    checkout = Path(__file__).resolve().parent.parent
+    return Path(spec.origin).resolve().parent.parent == checkout
+
+
 def _bench(args: argparse.Namespace) -> int:
+    if not _checkout_benchmarks():
+        print(_BENCH_NEEDS_CHECKOUT, file=sys.stderr)
+        return EXIT_USAGE
     argv = ["benchmarks", *(["--quick"] if args.quick else [])]
     saved, sys.argv = sys.argv, argv
     try:
         runpy.run_module("benchmarks", run_name="__main__", alter_sys=True)
-    except ModuleNotFoundError:
+    except ImportError as missing:  # a peer or the chart library: the bench group is not installed
         print(
-            "the benchmark ships with the source tree: run this from a checkout (make bench)", file=sys.stderr
+            f"the benchmark cannot import {missing.name or 'a module'}: run it with make bench, "
+            "which installs the bench dependency group",
+            file=sys.stderr,
         )
         return EXIT_USAGE
     except SystemExit as done:
@@ -202,16 +333,22 @@ def _variable(text: str) -> tuple[str, str]:
 
 
 def _seconds(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError("a timeout is a positive number of seconds")
     return value
 
 
 def _secret_bytes(text: str) -> int:
-    value = int(text)
-    if value < MIN_SECRET_BYTES:
-        raise argparse.ArgumentTypeError(f"a secret is at least {MIN_SECRET_BYTES} bytes")
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
+    if not MIN_SECRET_BYTES <= value <= MAX_SECRET_BYTES:
+        raise argparse.ArgumentTypeError(f"a secret is {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES} bytes")
     return value
 
 
@@ -231,6 +368,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 success, 1 token refused or unreadable (probe: a FAIL), "
         "2 usage or configuration error",
     )
+    parser.add_argument("--version", action="version", version=f"requeststate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="mint and verify tokens in each mode, and show refusals")
     keygen = commands.add_parser(
@@ -240,18 +378,33 @@ def _parser() -> argparse.ArgumentParser:
         "REQUESTSTATE_KEYS (comma-separated, newest first) on every server that shares the tokens.",
     )
     keygen.add_argument(
-        "--bytes", type=_secret_bytes, default=32, help="secret size (default 32, at least 32)"
+        "--bytes",
+        type=_secret_bytes,
+        default=32,
+        help=f"secret size in bytes (default 32, from {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES})",
     )
     inspect = commands.add_parser(
         "inspect",
-        help="show a token's mode and size; verify it with a key",
-        description="Without a key: the mode, the size and, for v1. tokens, the payload marked "
-        "UNVERIFIED. With --key-env: verify the token and print its state, or the refusal reason.",
+        help="show a token's mode, expiry and id; verify it with a key",
+        description="With a key (--key-env VAR, or REQUESTSTATE_KEYS when it is set): verify the "
+        "token and print its expiry, id, time left and state, or the refusal reason. Without one: the "
+        "prefix, the size and, for v1. tokens, the payload, its expiry and id marked UNVERIFIED.",
     )
     inspect.add_argument(
         "token", help="the token, or - to read it from stdin (keeps it out of shell history)"
     )
-    inspect.add_argument("--key-env", metavar="VAR", help="environment variable holding the secrets")
+    inspect.add_argument(
+        "--key-env",
+        metavar="VAR",
+        help=f"environment variable holding the secrets (default: {DEFAULT_KEY_ENV}, when it is set)",
+    )
+    inspect.add_argument(
+        "--key-encoding",
+        choices=["base64url", "base64", "hex"],
+        default=None,
+        help="how the secrets are written (default: base64url, as keygen prints; "
+        "standard base64 or hex is refused unless named here)",
+    )
     inspect.add_argument("--subject", default="", help="the subject the token must be bound to")
     inspect.add_argument("--tool", default=None, help="the tool the token must be bound to")
     inspect.add_argument("--now", type=int, default=None, help="unix seconds to verify at (default: now)")
@@ -366,4 +519,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console() -> None:
     """The ``requeststate`` console script."""
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (| head): end quietly. Point stdout at devnull so the
+        # interpreter's final flush does not raise the same error again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_BROKEN_PIPE
+    sys.exit(code)

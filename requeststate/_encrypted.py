@@ -34,7 +34,7 @@ class Aead(Protocol):
 class AeadMode:
     """``prefix + B64(nonce || ciphertext || tag)`` under the AEAD ``cipher(key)`` returns."""
 
-    __slots__ = ("_cipher", "_counts_nonces", "_shortest_blob", "nonce_bytes", "prefix")
+    __slots__ = ("_cipher", "_counts_nonces", "nonce_bytes", "prefix", "shortest_blob")
 
     def __init__(
         self, prefix: str, nonce_bytes: int, cipher: Callable[[SubKeys], Aead], *, counts_nonces: bool
@@ -42,7 +42,8 @@ class AeadMode:
         self.prefix: Final = prefix
         self.nonce_bytes: Final = nonce_bytes
         self._cipher: Final = cipher
-        self._shortest_blob: Final = nonce_bytes + _TAG_BYTES
+        # The shortest well-formed body: a nonce and a tag (what `requeststate inspect` checks too).
+        self.shortest_blob: Final = nonce_bytes + _TAG_BYTES
         # Random 96-bit nonces allow 2^32 seals per key; longer nonces need no count.
         self._counts_nonces: Final = counts_nonces
 
@@ -61,7 +62,7 @@ class AeadMode:
     def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason:
         """The decrypted payload and the bind tag it was authenticated under, or why not."""
         blob = b64decode(token[len(self.prefix) :])
-        if blob is None or len(blob) < self._shortest_blob:
+        if blob is None or len(blob) < self.shortest_blob:
             return Reason.MALFORMED
         nonce, sealed = blob[: self.nonce_bytes], blob[self.nonce_bytes :]
         for key, bind_tag, aad in bound_keys:

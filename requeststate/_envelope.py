@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import json
 import re
 from itertools import accumulate, repeat
 from typing import Annotated, Final
@@ -125,6 +124,8 @@ def _has_duplicate_member(document: bytes) -> bool:
         nonlocal found
         if len({name for name, _ in pairs}) != len(pairs):
             found = True
+
+    import json  # here: only a payload no writer of ours made reaches this scan
 
     try:
         json.loads(document, object_pairs_hook=pairs_hook)

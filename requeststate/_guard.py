@@ -9,9 +9,8 @@ fails closed.
 
 from __future__ import annotations
 
+import _thread
 import heapq
-import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Final, Protocol, final
@@ -33,8 +32,6 @@ DEFAULT_CAPACITY: Final = 100_000
 # How much faster than the monotonic clock MemoryGuard's purge clock may run to
 # catch up with a wall clock that stepped forward: 1 s per 64 s.
 PURGE_CATCH_UP: Final = 1 / 64
-
-_log: Final = logging.getLogger("requeststate")
 
 
 class GuardUnavailable(Exception):
@@ -160,7 +157,8 @@ class MemoryGuard:
             raise TypeError("monotonic must be a callable returning seconds")
         self._capacity: Final = capacity
         self._monotonic: Final = monotonic
-        self._lock: Final = threading.Lock()
+        # _thread's lock is threading.Lock itself, without importing threading's machinery.
+        self._lock: Final = _thread.allocate_lock()
         # Each held id is in both: the dict answers "claimed?", the heap finds the
         # next to expire. An id enters once and leaves once, so they stay in step.
         self._expiries: Final[dict[str, int]] = {}
@@ -203,7 +201,9 @@ class MemoryGuard:
             if len(self._expiries) >= self._capacity:
                 if not self._full:
                     self._full = True
-                    _log.warning(
+                    import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
+
+                    logging.getLogger("requeststate").warning(
                         "MemoryGuard is full (%d live ids): every redemption is refused until ids "
                         "expire; raise its capacity or rate-limit minting per user",
                         self._capacity,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import itertools
-import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias, final
+from typing import TYPE_CHECKING, Final, Literal, NoReturn, TypeAlias, final
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
@@ -40,7 +40,8 @@ BIND_TAG_CACHE_MAX_BYTES: Final = 512
 AESGCM_NONCE_LIMIT: Final = 2**32
 DEFAULT_AESGCM_WARN_SHARE: Final = 0.5
 
-logger = logging.getLogger("requeststate")
+# The logger is "requeststate". logging is imported where a warning is logged,
+# not at the top: it costs `import requeststate` about 8 ms, for a rare warning.
 
 # docs/wire-format.md, "Keys": HKDF-SHA256, 32 zero bytes of salt, one info label per subkey.
 _HKDF_SALT: Final = bytes(32)
@@ -148,7 +149,9 @@ class SubKeys:
         Raises ``KeyBudgetExhausted`` once the key has sealed its limit in this process.
         """
         if count == self.aesgcm_warn_at:
-            logger.warning(
+            import logging
+
+            logging.getLogger("requeststate").warning(
                 "requestState key %s has sealed %d AES-GCM tokens in this process, of a limit of %d: "
                 "rotate to a new secret, or move to mode='xchacha'",
                 self.fingerprint,
@@ -290,15 +293,26 @@ class KeyRing:
         /,
         *,
         environ: Mapping[str, str] | None = None,
+        encoding: SecretEncoding | None = None,
         aesgcm_limit: int = AESGCM_NONCE_LIMIT,
         aesgcm_warn_share: float = DEFAULT_AESGCM_WARN_SHARE,
     ) -> KeyRing:
-        """A ring from an environment variable of base64url secrets, newest first.
+        """A ring from an environment variable of secrets, newest first.
 
-        ``REQUESTSTATE_KEYS="<new>,<old>"``: comma-separated, each the base64url
-        (padded or not) of at least 32 random bytes, as ``requeststate keygen``
-        prints. Errors name the variable and the position, never the value.
+        ``REQUESTSTATE_KEYS="<new>,<old>"``: comma-separated, each at least 32
+        random bytes. By default each is base64url (padded or not), as
+        ``requeststate keygen`` prints; a value that looks like standard base64
+        (it has ``+`` or ``/``) or hex (64 or more hex digits) is refused with a
+        hint rather than read as something else, because another service
+        decoding the same text another way would derive other keys.
+        ``encoding="base64url"``, ``"base64"`` or ``"hex"`` says how the
+        secrets are written, and reads exactly that. Errors name the variable
+        and the position, never the value.
         """
+        if encoding is not None and encoding not in _SECRET_DECODERS:
+            raise ValueError(
+                f"encoding must be one of {', '.join(map(repr, _SECRET_DECODERS))}, got {encoding!r}"
+            )
         value = (os.environ if environ is None else environ).get(name, "")
         if not value.strip():
             raise ValueError(
@@ -307,10 +321,10 @@ class KeyRing:
             )
         secrets = []
         for index, item in enumerate(value.split(",")):
-            secret = b64decode(item.strip().rstrip("="))
-            if secret is None:
-                raise ValueError(f"{name}: secret {index} is not base64url")
-            secrets.append(secret)
+            try:
+                secrets.append(_decode_secret(item.strip(), encoding))
+            except ValueError as error:
+                raise ValueError(f"{name}: secret {index} {error}") from None
         try:
             return cls(*secrets, aesgcm_limit=aesgcm_limit, aesgcm_warn_share=aesgcm_warn_share)
         except ValueError as error:
@@ -347,3 +361,56 @@ class KeyRing:
     def __reduce__(self) -> NoReturn:
         # Pickling would write derived key material wherever the pickle goes.
         raise TypeError("KeyRing cannot be pickled: share the secret through a secret store")
+
+
+SecretEncoding: TypeAlias = Literal["base64url", "base64", "hex"]
+"""How ``KeyRing.from_env`` reads each secret of the variable."""
+
+_HEX_DIGITS: Final = frozenset("0123456789abcdefABCDEF")
+
+
+def _from_base64url(text: str) -> bytes | None:
+    return b64decode(text.rstrip("="))
+
+
+def _from_base64(text: str) -> bytes | None:
+    try:
+        # strict_mode: only the standard alphabet, padding only at the end.
+        return binascii.a2b_base64(text + "=" * (-len(text) % 4), strict_mode=True)
+    except binascii.Error:
+        return None
+
+
+def _from_hex(text: str) -> bytes | None:
+    if len(text) % 2 or not _HEX_DIGITS.issuperset(text):
+        return None
+    return bytes.fromhex(text)
+
+
+_SECRET_DECODERS: Final[dict[str, Callable[[str], bytes | None]]] = {
+    "base64url": _from_base64url,
+    "base64": _from_base64,
+    "hex": _from_hex,
+}
+
+
+def _decode_secret(text: str, encoding: SecretEncoding | None) -> bytes:
+    """One secret of ``from_env``'s variable; ``ValueError`` says what is wrong, never the text."""
+    if encoding is None:
+        # The default reads base64url, but refuses text another service could read
+        # otherwise: a 32-byte secret in base64url is 43 characters, never 64 hex digits.
+        if "+" in text or "/" in text:
+            raise ValueError(
+                "looks like standard base64 ('+' or '/'), not base64url: pass encoding='base64' "
+                "(inspect: --key-encoding base64) to read it so, or use a secret from requeststate keygen"
+            )
+        if len(text) >= 64 and _HEX_DIGITS.issuperset(text):
+            raise ValueError(
+                "looks like hex, which base64url would misread: pass encoding='hex' "
+                "(inspect: --key-encoding hex) to read it so, or use a secret from requeststate keygen"
+            )
+        encoding = "base64url"
+    secret = _SECRET_DECODERS[encoding](text)
+    if secret is None:
+        raise ValueError(f"is not {encoding}")
+    return secret

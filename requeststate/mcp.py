@@ -43,6 +43,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final, Literal, TypeAlias
 
+try:  # the extra's two distributions, with the install hint when either is missing
+    import mcp  # noqa: F401 (presence only: the names come from the imports below)
+    import mcp_types  # noqa: F401
+except ImportError as missing:
+    raise ImportError(
+        "requeststate.mcp needs the mcp extra: pip install 'requeststate[mcp]'", name=missing.name
+    ) from missing
 from mcp.server import MCPServer, Server
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.request_state import (

@@ -50,11 +50,16 @@ import logging
 import math
 from typing import Any, Final, TypeAlias, final
 
-import redis
-import redis.asyncio
-import redis.asyncio.cluster
-import redis.cluster
-from redis.asyncio.retry import Retry as AsyncRetry
+try:
+    import redis
+    import redis.asyncio
+    import redis.asyncio.cluster
+    import redis.cluster
+    from redis.asyncio.retry import Retry as AsyncRetry
+except ImportError as missing:  # the extra is not installed, or an older redis-py
+    raise ImportError(
+        "requeststate.redis needs the redis extra: pip install 'requeststate[redis]'", name=missing.name
+    ) from missing
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError

@@ -20,3 +20,10 @@ def ring() -> rs.KeyRing:
 def mode(request: pytest.FixtureRequest) -> rs.Mode:
     mode: rs.Mode = request.param
     return mode
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    # The async tests run on asyncio, as the MCP SDK's servers here do. anyio
+    # 4.10's plugin (our floor) would also ask for trio, which nothing installs.
+    return "asyncio"

@@ -17,6 +17,7 @@ from benchmarks import __main__ as cli
 from benchmarks import bound, guards
 from benchmarks.bound import bound_cases
 from benchmarks.cases import codec_cases, make_state
+from benchmarks.importtime import parse_importtime
 from benchmarks.multicore import measure_scaling
 from benchmarks.peers import Peer, build_peer
 from benchmarks.report import judge, render, to_json, write_chart
@@ -36,6 +37,7 @@ TINY = Settings(
     guard_rounds=2,
     guard_batch=3,
     guard_memory_ids=50,
+    import_runs=1,
 )
 
 
@@ -85,6 +87,7 @@ def test_report_and_json_have_every_section(results: Results) -> None:
         "memory",
         "scaling",
         "guards",
+        "import_time",
         "targets",
     }
     assert document["peers"] == []
@@ -103,6 +106,7 @@ def test_report_and_json_have_every_section(results: Results) -> None:
         "Per round",
         "Memory",
         "Replay guard cost",
+        "import requeststate",
         "Targets",
         "Definitions",
     ):
@@ -318,3 +322,44 @@ def test_each_mode_has_its_own_sdk_speedup_target(results: Results) -> None:
         "round encrypted >= 6x faster than the mcp SDK (64 B)",
         "round xchacha >= 2.5x faster than the mcp SDK (64 B)",
     ]
+
+
+def test_import_time_is_reported_against_its_target(results: Results) -> None:
+    took = results.import_time
+    assert took is not None
+    assert took.runs == 1
+    assert 0 < took.best_ms == took.median_ms
+    assert set(took.unwanted) <= {"asyncio", "nacl"}
+    assert took.dependencies_ms > 0
+    name = "import requeststate <= 50 ms (-X importtime, best of 1)"
+    (target,) = (t for t in judge(results) if t.name == name)
+    own = took.best_ms - took.dependencies_ms
+    assert target.detail == (
+        f"{took.best_ms:.1f} ms; its imports alone {took.dependencies_ms:.1f} ms, "
+        f"requeststate's own code {own:.1f} ms"
+    )
+    assert "import requeststate loads none of asyncio, nacl" in [t.name for t in judge(results)]
+
+
+def test_import_time_counts_only_what_requeststate_loads() -> None:
+    # The interpreter's own start-up imports (site and what it nests) come first.
+    stderr = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:       100 |        100 |   _io\n"
+        "import time:       200 |        300 | site\n"
+        "import time:        50 |         50 |   msgspec\n"
+        "import time:        70 |        120 | requeststate\n"
+    )
+    assert parse_importtime(stderr) == (0.12, ["msgspec", "requeststate"])
+
+
+def test_import_time_reads_the_named_top_level_import() -> None:
+    stderr = (
+        "import time:        10 |        10 | benchmarks\n"
+        "import time:        30 |        30 |   msgspec\n"
+        "import time:        10 |        40 | benchmarks.import_floor\n"
+    )
+    assert parse_importtime(stderr, "benchmarks.import_floor") == (
+        0.04,
+        ["msgspec", "benchmarks.import_floor"],
+    )

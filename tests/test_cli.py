@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import runpy
@@ -31,12 +32,23 @@ def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subpr
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, **(env or {})},
+        # inspect reads REQUESTSTATE_KEYS when set: only a test that sets it sees one.
+        env={**{k: v for k, v in os.environ.items() if k != "REQUESTSTATE_KEYS"}, **(env or {})},
     )
 
 
 def token(mode: rs.Modes, state: str = '{"step":1}') -> str:
     return rs.encode(state, SECRET, mode=mode, subject="alice", tool="book", now=NOW)
+
+
+class Ids:
+    """A guard that remembers the last id it was asked to claim."""
+
+    last = ""
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        Ids.last = token_id
+        return True
 
 
 # --- demo ---------------------------------------------------------------------------
@@ -77,7 +89,28 @@ def test_main_runs_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert "accepted:" in capsys.readouterr().out
 
 
+def test_demo_into_a_closed_pipe_exits_quietly() -> None:
+    # The reader is gone before the demo writes, as with `requeststate demo | head -0`.
+    assert SCRIPT is not None
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [SCRIPT, "demo"], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60, check=False
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == ""
+    assert done.returncode == 141
+
+
 # --- usage --------------------------------------------------------------------------
+
+
+def test_version_prints_the_package_version() -> None:
+    done = run("--version")
+    assert done.returncode == 0
+    assert done.stdout == f"requeststate {rs.__version__}\n"
 
 
 def test_unknown_command_exits_2_on_stderr() -> None:
@@ -108,10 +141,30 @@ def test_keygen_output_is_a_valid_key_ring() -> None:
     assert len(rs.KeyRing.from_env("K", environ={"K": secret})) == 1
 
 
-def test_keygen_refuses_short_secrets() -> None:
-    done = run("keygen", "--bytes", "16")
+@pytest.mark.parametrize("size", ["16", "1025", "100000000000"])
+def test_keygen_refuses_a_size_outside_32_to_1024_bytes(size: str) -> None:
+    done = run("keygen", "--bytes", size)
     assert done.returncode == 2
-    assert "at least 32 bytes" in done.stderr
+    assert "a secret is 32 to 1024 bytes" in done.stderr
+    assert done.stdout == ""
+
+
+def test_keygen_prints_the_largest_allowed_secret() -> None:
+    assert len(b64decode(run("keygen", "--bytes", "1024").stdout.strip()) or b"") == 1024
+
+
+def test_keygen_of_a_non_number_is_a_usage_error_naming_no_internal_function() -> None:
+    done = run("keygen", "--bytes", "abc")
+    assert done.returncode == 2
+    assert "argument --bytes: not a whole number of bytes: 'abc'" in done.stderr
+    assert "_secret_bytes" not in done.stderr
+
+
+def test_probe_timeout_of_a_non_number_is_a_usage_error_naming_no_internal_function() -> None:
+    done = run("probe", "--timeout", "soon", "--url", "http://127.0.0.1:9/mcp")
+    assert done.returncode == 2
+    assert "argument --timeout: not a number of seconds: 'soon'" in done.stderr
+    assert "_seconds" not in done.stderr
 
 
 # --- inspect ------------------------------------------------------------------------
@@ -122,7 +175,91 @@ def test_inspect_signed_without_key_shows_the_payload_unverified() -> None:
     assert done.returncode == 0
     assert "UNVERIFIED" in done.stdout
     assert '"exp": 2000000300' in done.stdout
-    assert "signed (v1.)" in done.stdout
+    assert "prefix:  v1.\n" in done.stdout
+    assert "mode:    signed\n" in done.stdout
+
+
+def test_inspect_signed_without_key_shows_expiry_id_and_time_left() -> None:
+    minted = token("signed")
+    token_id = rs.verify(minted, SECRET, mode="signed", subject="alice", tool="book", now=NOW, guard=Ids())
+    done = run("inspect", minted, "--now", str(NOW + 100))
+    assert "expires: 2033-05-18T03:38:20Z (unix 2000000300), 200 s left" in done.stdout
+    assert f"id:      {Ids.last}" in done.stdout
+    assert token_id == '{"step":1}'
+
+
+def test_inspect_says_how_long_ago_a_token_expired() -> None:
+    done = run("inspect", token("signed"), "--now", str(NOW + 400))
+    assert "(unix 2000000300), expired 100 s ago" in done.stdout
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_inspect_with_key_shows_the_verified_expiry_and_id(mode: rs.Mode) -> None:
+    minted = token(mode)
+    rs.verify(minted, SECRET, mode=mode, subject="alice", tool="book", now=NOW, guard=Ids())
+    args = ("inspect", minted, "--key-env", "TEST_KEYS", "--subject", "alice", "--tool", "book")
+    done = run(*args, "--now", str(NOW + 1), "--leeway", "5", env=KEY_ENV)
+    assert "expires: 2033-05-18T03:38:20Z (unix 2000000300), 299 s left" in done.stdout
+    assert f"id:      {Ids.last}" in done.stdout
+
+
+def test_inspect_reads_requeststate_keys_when_it_is_set() -> None:
+    args = ("inspect", token("encrypted"), "--subject", "alice", "--tool", "book", "--now", str(NOW))
+    done = run(*args, env={"REQUESTSTATE_KEYS": b64(SECRET)})
+    assert done.returncode == 0, done.stderr
+    assert "from REQUESTSTATE_KEYS" in done.stdout
+    assert '"{\\"step\\":1}"' in done.stdout
+
+
+def test_inspect_with_requeststate_keys_empty_shows_the_token_unverified() -> None:
+    done = run("inspect", token("signed"), env={"REQUESTSTATE_KEYS": ""})
+    assert done.returncode == 0
+    assert "UNVERIFIED" in done.stdout
+
+
+def test_inspect_strips_a_trailing_newline_from_the_argument() -> None:
+    args = ("inspect", token("signed") + "\n", "--key-env", "TEST_KEYS", "--subject", "alice")
+    done = run(*args, "--tool", "book", "--now", str(NOW), env=KEY_ENV)
+    assert done.returncode == 0, done.stdout
+    assert "VALID" in done.stdout
+
+
+@pytest.mark.parametrize("text", ["v1e.!!!!", "v1e.AAAA", "v1x." + "A" * 52])
+def test_inspect_of_a_malformed_sealed_token_never_says_encrypted(text: str) -> None:
+    done = run("inspect", text)
+    assert done.returncode == 1
+    assert "encrypted" not in done.stdout + done.stderr
+    assert "sealed" not in done.stdout
+    assert f"prefix:  {text[:4]}" in done.stdout
+    assert f"not a well-formed {text[:4]} token" in done.stderr
+
+
+def test_inspect_of_a_deeply_nested_payload_refuses_it_cleanly() -> None:
+    nested = b"[" * 100_000 + b"]" * 100_000
+    done = run("inspect", "-", stdin="v1." + b64(nested) + ".x")
+    assert done.returncode == 1
+    assert done.stderr == "not a well-formed v1. token: its payload is JSON nested too deeply\n"
+
+
+@pytest.mark.parametrize(("option", "value"), [("--leeway", "-1"), ("--now", str(2**63))])
+def test_inspect_with_an_option_out_of_range_is_a_usage_error(option: str, value: str) -> None:
+    done = run("inspect", token("signed"), "--key-env", "TEST_KEYS", option, value, env=KEY_ENV)
+    assert done.returncode == 2
+    assert f"error: {option[2:]} must be an int from" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_inspect_with_a_hex_key_names_the_key_encoding_option() -> None:
+    done = run("inspect", token("signed"), "--key-env", "HEX", env={"HEX": SECRET.hex()})
+    assert done.returncode == 2
+    assert "--key-encoding hex" in done.stderr
+
+
+def test_inspect_reads_a_hex_key_with_key_encoding_hex() -> None:
+    args = ("inspect", token("signed"), "--key-env", "HEX", "--key-encoding", "hex", "--subject", "alice")
+    done = run(*args, "--tool", "book", "--now", str(NOW), env={"HEX": SECRET.hex()})
+    assert done.returncode == 0, done.stderr
+    assert "VALID" in done.stdout
 
 
 def test_inspect_escapes_control_characters_in_the_unverified_payload() -> None:
@@ -135,7 +272,7 @@ def test_inspect_escapes_control_characters_in_the_unverified_payload() -> None:
 def test_inspect_encrypted_without_key_shows_only_mode_and_size(mode: rs.ModeName) -> None:
     done = run("inspect", token(mode, "top-secret"))
     assert done.returncode == 0
-    assert f"mode:   {mode}" in done.stdout
+    assert f"mode:    {mode}\n" in done.stdout
     assert "length:" in done.stdout
     assert "top-secret" not in done.stdout
 
@@ -152,7 +289,7 @@ def test_inspect_with_key_verifies_and_prints_the_state(mode: rs.Mode) -> None:
 def test_inspect_with_key_prints_the_refusal_reason_and_exits_1() -> None:
     done = run("inspect", token("encrypted"), "--key-env", "TEST_KEYS", "--subject", "mallory", env=KEY_ENV)
     assert done.returncode == 1
-    assert "REFUSED: bad_signature" in done.stdout
+    assert "REFUSED under TEST_KEYS: bad_signature" in done.stdout
 
 
 def test_inspect_reads_the_token_from_stdin() -> None:
@@ -195,17 +332,17 @@ def test_inspect_of_a_non_token_exits_1(text: str) -> None:
 def test_inspect_of_an_unreadable_signed_payload_exits_1() -> None:
     done = run("inspect", "v1.!!!.x")
     assert done.returncode == 1
-    assert "not readable" in done.stderr
+    assert "not a well-formed v1. token: the payload is not readable" in done.stderr
 
 
 def test_read_unverified_payload_of_non_json_is_none() -> None:
     assert _cli._read_unverified_payload("v1." + b64(b"not json") + ".x") is None
 
 
-# --- bench --------------------------------------------------------------------------
+# --- bench ---------------------------------------------------------------------------
 
 
-def test_bench_runs_the_benchmark_module(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_runs_the_checkouts_benchmark_module(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
 
     def fake_run_module(name: str, **options: object) -> None:
@@ -217,15 +354,43 @@ def test_bench_runs_the_benchmark_module(monkeypatch: pytest.MonkeyPatch) -> Non
     assert seen == [["benchmarks", "benchmarks", "--quick"]]
 
 
-def test_bench_outside_a_checkout_exits_2(
+def test_bench_without_a_benchmarks_package_says_run_from_a_checkout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As installed from a wheel: no benchmarks package anywhere on sys.path.
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert main(["bench"]) == 2
+    assert "run from a checkout" in capsys.readouterr().err
+
+
+def test_bench_never_runs_a_benchmarks_package_from_the_current_directory(tmp_path: Path) -> None:
+    rogue = tmp_path / "benchmarks"
+    rogue.mkdir()
+    (rogue / "__init__.py").write_text("")
+    (rogue / "__main__.py").write_text("print('ROGUE BENCHMARK RAN')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "requeststate", "bench"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "ROGUE" not in done.stdout
+    assert done.returncode == 2
+    assert "run from a checkout" in done.stderr
+
+
+def test_bench_whose_dependencies_are_missing_exits_2_naming_the_bench_group(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def missing(name: str, **options: object) -> None:
-        raise ModuleNotFoundError(name)
+        # What a wheel install meets: the module exists, a name inside it does not.
+        raise ImportError("cannot import name 'pyplot'", name="matplotlib")
 
     monkeypatch.setattr(runpy, "run_module", missing)
     assert main(["bench"]) == 2
-    assert "source tree" in capsys.readouterr().err
+    assert "cannot import matplotlib: run it with make bench" in capsys.readouterr().err
 
 
 def test_bench_returns_the_benchmarks_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,102 @@
+"""What a new user does first, run against an installed wheel (``scripts/wheel_smoke.py`` runs it).
+
+Run it with the venv's python and ``-I``, outside a checkout: each check
+raises ``AssertionError`` saying what a user would have met.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.resources
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import requeststate as rs
+
+RUNTIME = {"cryptography", "msgspec", "pynacl"}
+
+
+def check_imported_from_the_wheel() -> None:
+    where = Path(rs.__file__).resolve()
+    assert "site-packages" in where.parts, f"requeststate was imported from {where}, not the installed wheel"
+
+
+def check_round_trip_in_each_mode() -> None:
+    keys = rs.KeyRing(os.urandom(32))
+    for mode in rs.Mode:
+        token = rs.encode('{"step":1}', keys, mode=mode, subject="alice", tool="book")
+        state = rs.decode(token, keys, mode=mode, subject="alice", tool="book")
+        assert state == '{"step":1}', f"{mode}: the round trip gave {state!r}"
+        assert rs.decode(token, keys, mode=mode, subject="mallory", tool="book") is None, f"{mode}: not bound"
+
+
+def console(*args: str) -> subprocess.CompletedProcess[str]:
+    script = shutil.which("requeststate", path=str(Path(sys.executable).parent))
+    assert script is not None, "the requeststate console script is not installed"
+    return subprocess.run([script, *args], capture_output=True, text=True, timeout=60, check=False)  # noqa: S603
+
+
+def check_version() -> None:
+    done = console("--version")
+    expected = f"requeststate {importlib.metadata.version('requeststate')}\n"
+    assert done.stdout == expected, f"--version printed {done.stdout!r}, not {expected!r}"
+    assert rs.__version__ == importlib.metadata.version("requeststate")
+
+
+def check_bench_says_run_from_a_checkout() -> None:
+    done = console("bench")
+    assert done.returncode == 2, f"bench exited {done.returncode}: {done.stderr}"
+    assert "run from a checkout" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+def check_py_typed() -> None:
+    assert importlib.resources.files("requeststate").joinpath("py.typed").is_file(), "no py.typed"
+
+
+def check_runtime_dependencies() -> None:
+    requires = importlib.metadata.requires("requeststate") or []
+    unconditional = {line.split(">")[0].split("=")[0].strip().lower() for line in requires if ";" not in line}
+    assert unconditional == RUNTIME, f"runtime dependencies are {sorted(unconditional)}"
+
+
+def check_metadata() -> None:
+    metadata = importlib.metadata.metadata("requeststate")
+    assert metadata["License-Expression"] == "MIT", metadata["License-Expression"]
+    assert metadata.get_all("License-File") == ["LICENSE"], metadata.get_all("License-File")
+    urls = metadata.get_all("Project-URL") or []
+    assert any(url.startswith("Source, https://github.com/requeststate/requeststate") for url in urls), urls
+
+
+def check_extras_name_their_install() -> None:
+    for module, extra in (("requeststate.redis", "redis"), ("requeststate.mcp", "mcp")):
+        message = f"{module} imported without its extra installed"
+        try:
+            __import__(module)
+        except ImportError as error:
+            message = str(error)
+        assert f"pip install 'requeststate[{extra}]'" in message, message
+
+
+def main() -> int:
+    checks = [
+        check_imported_from_the_wheel,
+        check_round_trip_in_each_mode,
+        check_version,
+        check_bench_says_run_from_a_checkout,
+        check_py_typed,
+        check_runtime_dependencies,
+        check_metadata,
+        check_extras_name_their_install,
+    ]
+    for check in checks:
+        check()
+        print(f"smoke: {check.__name__}: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""scripts/matrix.py: which Pythons and which lower bounds make test runs the suite on."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from scripts import matrix
+
+PROJECT = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]
+
+
+def test_the_claimed_versions_come_from_the_classifiers() -> None:
+    assert matrix.claimed_versions(PROJECT) == ["3.11", "3.12", "3.13"]
+
+
+def test_the_floors_pin_every_runtime_and_extra_dependency_at_its_lower_bound() -> None:
+    assert matrix.lower_bounds(PROJECT) == [
+        "cryptography==42",
+        "msgspec==0.18",
+        "pynacl==1.5",
+        "mcp==2.3",
+        "mcp-types==2.3",
+        "anyio==4.10",
+        "httpx2==2.10",
+        "redis==5.0.1",
+    ]
+
+
+def test_a_dependency_without_a_lower_bound_stops_the_matrix() -> None:
+    with pytest.raises(SystemExit, match=r"'msgspec' declares no lower bound"):
+        matrix.lower_bounds({"dependencies": ["msgspec"], "optional-dependencies": {"mcp": [], "redis": []}})
+
+
+def test_an_absent_python_is_not_found_and_says_where_it_looked() -> None:
+    found, looked = matrix.find_python("3.99")
+    assert found is None
+    assert looked[-1] == "python3.99 on PATH"
+
+
+def test_a_missing_interpreter_is_skipped_loudly_and_does_not_fail(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = matrix.Run("py3.99", "3.99", (".[mcp,redis]",), pinned=False)
+    monkeypatch.setattr(matrix, "plan", lambda only: ([run], []))
+    assert matrix.main([]) == 0
+    captured = capsys.readouterr()
+    assert "matrix: SKIPPED [py3.99]: NO PYTHON 3.99 INTERPRETER" in captured.err
+    assert "py3.99   SKIPPED  NO PYTHON 3.99 INTERPRETER" in captured.out
