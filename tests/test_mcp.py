@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import socket
 import sys
 import time
@@ -48,6 +49,7 @@ import requeststate as rs
 from requeststate.mcp import INVALID_MESSAGE, Boundary, SDKCodec, protect, request_target, use_codec
 from tests.mcp_servers import MARKER, SHAPES, TIERS, Built, Shape, Tier, build
 from tests.mcp_wiretap import WireTap
+from tests.support import spec_tokens as spec
 
 pytestmark = pytest.mark.anyio
 
@@ -60,6 +62,7 @@ TIMEOUT = 20
 FROZEN = {"reason": "invalid_request_state"}
 REASONS = [reason.value for reason in rs.Reason]
 T = TypeVar("T")
+NOW_PLUS = int(time.time()) + 3600
 
 
 def _b64(secret: bytes) -> str:
@@ -322,19 +325,11 @@ async def test_resource_token_is_refused_at_another_uri(shape: Shape) -> None:
     assert built.seen == [None]
 
 
-def principal(user: str | None) -> str:
-    """The subject the boundary binds for ``FakeAuth.subject = user`` (the SDK's principal triple)."""
-    return (
-        ""
-        if user is None
-        else json.dumps(["test-client", "https://issuer.test", user], separators=(",", ":"))
-    )
-
-
 def _expired_copy(token: str, shape: Shape, mode: str, user: str | None = None) -> str:
     """The same state re-minted under the same key and binding, expired 100 seconds ago."""
-    tool = "tools/call:wizard" if shape == "boundary" else None
-    subject = principal(user) if shape == "boundary" else ""
+    wizard = spec.boundary_tool("tools/call", "wizard", {"topic": "x"}, "tests", user is not None)
+    tool = wizard if shape == "boundary" else spec.SDK_CODEC_TOOL
+    subject = spec.principal(user) if shape == "boundary" else ""
     state = rs.verify(token, KEYS, mode=mode, subject=subject, tool=tool)
     now = int(time.time())
     return rs.encode(state, KEYS, mode=mode, subject=subject, tool=tool, ttl=1, now=now - 101)
@@ -368,7 +363,7 @@ async def test_token_past_its_ttl_is_refused_by_an_injected_clock(mode: str) -> 
 
     chain = server.middleware
     index = next(i for i, m in enumerate(chain) if isinstance(m, RequestStateBoundary))
-    chain[index] = Boundary(KEYS, mode=mode, ttl=60, clock=lambda: clock[0])
+    chain[index] = Boundary(KEYS, mode=mode, ttl=60, clock=lambda: clock[0], audience="clocked")
     built = Built(server=server, auth=build("lowlevel", "boundary", KEYS, mode).auth, seen=seen)
 
     async def run() -> None:
@@ -469,7 +464,10 @@ async def test_refusal_reason_goes_to_the_server_log(caplog: pytest.LogCaptureFi
     with caplog.at_level(logging.WARNING, logger="requeststate.mcp"):
         await bounded(run)
     refusals = [r.getMessage() for r in caplog.records if r.name == "requeststate.mcp"]
-    assert refusals == ["requestState refused on tools/call: bad_signature"]
+    assert len(refusals) == 1
+    assert re.fullmatch(
+        r"requestState refused: method=tools/call target='wizard' id=\d+ reason=bad_signature", refusals[0]
+    )
 
 
 # --- re-elicit ------------------------------------------------------------------------------------------
@@ -513,9 +511,8 @@ async def test_reelicit_flow_completes_after_a_refused_echo() -> None:
 # --- single-use tokens ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-async def test_guard_refuses_a_second_redemption(shape: Shape) -> None:
-    built = build("mcpserver", shape, KEYS, "encrypted", guard=rs.MemoryGuard())
+async def test_guard_refuses_a_second_redemption() -> None:
+    built = build("mcpserver", "boundary", KEYS, "encrypted", guard=rs.MemoryGuard())
 
     async def run() -> None:
         async with connect(built) as client:
@@ -608,30 +605,40 @@ def test_protect_twice_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("options", "error"),
+    ("options", "error", "match"),
     [
-        ({"on_invalid": "ignore"}, ValueError),
-        ({"bind": "everything"}, ValueError),
-        ({"mode": "rot13"}, ValueError),
-        ({"mode": ()}, ValueError),
-        ({"ttl": 0}, ValueError),
-        ({"ttl": True}, TypeError),
-        ({"leeway": -1}, ValueError),
-        ({"subject": "alice"}, TypeError),
+        ({"on_invalid": "ignore"}, ValueError, "on_invalid"),
+        ({"bind": "everything"}, ValueError, "bind"),
+        ({"bind": "subject_and_tool"}, ValueError, "bind"),
+        ({"mode": "rot13"}, ValueError, "mode"),
+        ({"mode": ()}, ValueError, "mode"),
+        ({"ttl": 0}, ValueError, "ttl"),
+        ({"ttl": True}, TypeError, "ttl"),
+        ({"leeway": -1}, ValueError, "leeway"),
+        ({"max_token_bytes": 0}, ValueError, "max_token_bytes"),
+        ({"subject": "alice"}, TypeError, "subject"),
+        ({"audience": 7}, TypeError, "audience"),
+        ({"bind": "mcpd", "audience": "svc"}, ValueError, "audience"),
+        ({"guard": rs.MemoryGuard}, TypeError, "guard"),
+        ({"guard": object()}, TypeError, "guard"),
+        ({"gaurd": rs.MemoryGuard()}, TypeError, "gaurd"),
+        ({"clock": 5}, TypeError, "clock"),
     ],
 )
-def test_protect_refuses_bad_configuration(options: dict[str, Any], error: type[Exception]) -> None:
-    with pytest.raises(error):
+def test_protect_refuses_bad_configuration(
+    options: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
         protect(MCPServer("svc"), KEYS, **options)
 
 
 def test_protect_refuses_a_str_key() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="keys must be a KeyRing or bytes"):
         protect(MCPServer("svc"), "not-bytes-not-a-ring")  # type: ignore[arg-type]
 
 
 def test_protect_refuses_a_non_server() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="server must be an mcp MCPServer or Server"):
         protect(object(), KEYS)  # type: ignore[arg-type]
 
 
@@ -830,9 +837,9 @@ async def test_stdio_tampered_echo_is_refused() -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(mode: str) -> None:
     # What another instance (or an mcp.d server with the same secret) would hand out for round 1.
-    token = rs.encode(
-        f'{{"step":1,"marker":"{MARKER}","answers":[]}}', KEYS, mode=mode, tool="tools/call:wizard"
-    )
+    state = f'{{"step":1,"marker":"{MARKER}","answers":[]}}'
+    wizard = spec.boundary_tool("tools/call", "wizard", {"topic": "x"}, "tests", False)
+    token = spec.mint(SECRET, state, NOW_PLUS, "", wizard, mode)
 
     async def run() -> Any:
         async with Client(stdio_params(mode), elicitation_callback=answer) as client:
@@ -912,6 +919,7 @@ def bare_context(params: dict[str, Any]) -> ServerRequestContext[Any, Any]:
         protocol_version="2026-07-28",
         method="tools/call",
         params=params,
+        request_id=1,
     )
 
 
@@ -923,22 +931,23 @@ def returning(result: HandlerResult) -> CallNext:
 
 
 async def test_boundary_seals_a_result_model() -> None:
-    sealed = await Boundary(KEYS)(
+    sealed = await Boundary(KEYS, audience=None)(
         bare_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s"))
     )
     assert isinstance(sealed, InputRequiredResult)
-    assert rs.verify(sealed.request_state, KEYS, mode="encrypted", tool="tools/call:wizard") == "s"
+    tool = spec.boundary_tool("tools/call", "wizard", {}, None, False)
+    assert spec.open_token(SECRET, sealed.request_state or "", "", tool)["s"] == "s"
 
 
 async def test_boundary_refuses_to_seal_a_non_string_state() -> None:
     odd = {"resultType": "input_required", "requestState": 5}
     with pytest.raises(MCPError) as error:
-        await Boundary(KEYS)(bare_context({"name": "wizard"}), returning(odd))
+        await Boundary(KEYS, audience=None)(bare_context({"name": "wizard"}), returning(odd))
     assert error.value.error.code == INTERNAL_ERROR
 
 
 async def test_boundary_refuses_to_seal_for_a_non_string_subject() -> None:
-    boundary = Boundary(KEYS, subject=lambda ctx: cast(Any, 42))
+    boundary = Boundary(KEYS, audience=None, subject=lambda ctx: cast(Any, 42))
     with pytest.raises(MCPError) as error:
         await boundary(bare_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s")))
     assert error.value.error.code == INTERNAL_ERROR
@@ -946,7 +955,9 @@ async def test_boundary_refuses_to_seal_for_a_non_string_subject() -> None:
 
 async def test_boundary_refuses_to_seal_without_a_tool_name() -> None:
     with pytest.raises(MCPError) as error:
-        await Boundary(KEYS)(bare_context({}), returning(InputRequiredResult(request_state="s")))
+        await Boundary(KEYS, audience=None)(
+            bare_context({}), returning(InputRequiredResult(request_state="s"))
+        )
     assert error.value.error.code == INTERNAL_ERROR
 
 
@@ -960,9 +971,11 @@ async def test_reelicit_drops_the_echo_when_the_subject_source_fails() -> None:
         handed.append(dict(ctx.params or {}))
         return {"content": [], "resultType": "complete"}
 
-    token = rs.encode("s", KEYS, mode="encrypted", tool="tools/call:wizard")
+    token = spec.mint(
+        SECRET, "s", NOW_PLUS, "", spec.boundary_tool("tools/call", "wizard", {}, None, True), "encrypted"
+    )
     params = {"name": "wizard", "requestState": token, "inputResponses": {"q1": {}}}
-    await Boundary(KEYS, on_invalid="reelicit", subject=broken)(bare_context(params), handler)
+    await Boundary(KEYS, audience=None, on_invalid="reelicit", subject=broken)(bare_context(params), handler)
     assert handed == [{"name": "wizard"}]
 
 
@@ -974,12 +987,10 @@ def test_request_target_needs_a_string_name() -> None:
 @pytest.mark.parametrize(
     ("method", "params", "target"),
     [
-        ("tools/call", {"name": "book"}, "tools/call:book"),
-        ("prompts/get", {"name": "book"}, "prompts/get:book"),
-        ("resources/read", {"uri": "res://a", "name": "x"}, "resources/read:res://a"),
+        ("tools/call", {"name": "book"}, "book"),
+        ("prompts/get", {"name": "book"}, "book"),
+        ("resources/read", {"uri": "res://a", "name": "x"}, "res://a"),
     ],
 )
-def test_request_target_names_the_method_and_the_target(
-    method: str, params: dict[str, Any], target: str
-) -> None:
+def test_request_target_is_the_name_or_the_uri(method: str, params: dict[str, Any], target: str) -> None:
     assert request_target(method, params) == target

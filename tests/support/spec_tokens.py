@@ -1,0 +1,93 @@
+"""Tokens and bind tags computed from the wire format alone (docs/wire-format.md), never through requeststate.
+
+What an mcp.d server (or any other correct writer) mints and expects: HKDF
+subkeys, the HMAC bind tag over ``subject + "\\0" + tool``, then a ``v1.`` MAC
+or a ``v1e.`` AES-256-GCM seal. The MCP bindings' tool strings are built here
+from their documented layout, so a change of layout fails a test.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+BOUNDARY_CONTEXT = "requeststate.mcp/boundary/1"
+SDK_CODEC_TOOL = '["requeststate.mcp/sdk-codec/1"]'
+
+
+def subkey(secret: bytes, info: bytes) -> bytes:
+    return HKDF(algorithm=SHA256(), length=32, salt=bytes(32), info=info).derive(secret)
+
+
+def mac_key(secret: bytes) -> bytes:
+    return subkey(secret, b"mcp.requestState bind-hmac key")
+
+
+def enc_key(secret: bytes) -> bytes:
+    return subkey(secret, b"mcp.requestState aes-256-gcm key")
+
+
+def bind_tag(secret: bytes, subject: str, tool: str | None) -> str:
+    bind_input = subject if tool is None else subject + "\0" + tool
+    return hmac.new(mac_key(secret), bind_input.encode(), hashlib.sha256).hexdigest()
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def mint(secret: bytes, state: str, exp: int, subject: str, tool: str | None, mode: str) -> str:
+    """A token as mcp.d writes it (no id member)."""
+    tag = bind_tag(secret, subject, tool)
+    payload = json.dumps({"s": state, "exp": exp, "b": tag}, separators=(",", ":")).encode()
+    if mode == "signed":
+        return "v1." + b64(payload) + "." + b64(hmac.new(mac_key(secret), payload, hashlib.sha256).digest())
+    nonce = os.urandom(12)
+    return "v1e." + b64(nonce + AESGCM(enc_key(secret)).encrypt(nonce, payload, tag.encode()))
+
+
+def open_token(secret: bytes, token: str, subject: str, tool: str | None) -> dict[str, Any]:
+    """The payload of a token bound to (subject, tool); raises if it is not."""
+    tag = bind_tag(secret, subject, tool)
+    if token.startswith("v1."):
+        _, body, mac = token.split(".")
+        payload = unb64(body)
+        expected = hmac.new(mac_key(secret), payload, hashlib.sha256).digest()
+        if not hmac.compare_digest(unb64(mac), expected):
+            raise ValueError("bad MAC")
+    else:
+        blob = unb64(token.removeprefix("v1e."))
+        payload = AESGCM(enc_key(secret)).decrypt(blob[:12], blob[12:], tag.encode())
+    claims: dict[str, Any] = json.loads(payload)
+    if claims["b"] != tag:
+        raise ValueError("bound to another identity")
+    return claims
+
+
+def arguments_digest(arguments: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def boundary_tool(
+    method: str, target: str, arguments: dict[str, Any] | None, audience: str | None, principal: bool
+) -> str:
+    """The documented layout: [context, method, target, args digest or null, audience or null, principal bound]."""
+    digest = None if arguments is None else arguments_digest(arguments)
+    return json.dumps([BOUNDARY_CONTEXT, method, target, digest, audience, principal], separators=(",", ":"))
+
+
+def principal(user: str | None, client: str = "test-client", issuer: str = "https://issuer.test") -> str:
+    """The SDK's authenticated principal for a token of ``user``: "" when anonymous."""
+    return "" if user is None else json.dumps([client, issuer, user], separators=(",", ":"))
