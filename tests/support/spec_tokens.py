@@ -83,7 +83,7 @@ def arguments_digest(arguments: dict[str, Any]) -> str:
 def boundary_tool(
     method: str, target: str, arguments: dict[str, Any] | None, audience: str | None, principal: bool
 ) -> str:
-    """The documented layout: [context, method, target, args digest or null, audience or null, principal bound]."""
+    """The documented layout: [context, method, target, digest or null, audience or null, principal bound]."""
     digest = None if arguments is None else arguments_digest(arguments)
     return json.dumps([BOUNDARY_CONTEXT, method, target, digest, audience, principal], separators=(",", ":"))
 
