@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import logging
 import re
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import pytest
 
@@ -34,8 +32,6 @@ from mcp.server.request_state import InvalidRequestState, RequestStateBoundary
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
-    CallToolResult,
     ElicitRequestParams,
     ElicitResult,
     InputRequiredResult,
@@ -45,97 +41,34 @@ from mcp_types import (
 from pydantic import AnyHttpUrl
 
 import requeststate as rs
-from requeststate.mcp import INVALID_MESSAGE, Boundary, SDKCodec, protect, request_target, use_codec
+from requeststate.mcp import Boundary, SDKCodec, protect, request_target, use_codec
 from tests.mcp_servers import MARKER, SHAPES, TIERS, Built, Shape, Tier, build
 from tests.mcp_wiretap import WireTap
 from tests.support import spec_tokens as spec
+from tests.support.mcp_flow import (
+    KEYS,
+    MODES,
+    NOW_PLUS,
+    OTHER_SECRET,
+    REASONS,
+    ROOT,
+    SECRET,
+    answer,
+    assert_frozen,
+    b64_secret,
+    bounded,
+    connect,
+    echo,
+    finish,
+    first_round,
+    leaks_reason,
+    plaintext_seen,
+    replies,
+    tamper,
+    text_of,
+)
 
 pytestmark = pytest.mark.anyio
-
-ROOT = Path(__file__).resolve().parent.parent
-SECRET = bytes(range(32))
-OTHER_SECRET = bytes(range(32, 64))
-KEYS = rs.KeyRing(SECRET)
-MODES = ("signed", "encrypted")
-TIMEOUT = 20
-FROZEN = {"reason": "invalid_request_state"}
-REASONS = [reason.value for reason in rs.Reason]
-T = TypeVar("T")
-NOW_PLUS = int(time.time()) + 3600
-
-
-def _b64(secret: bytes) -> str:
-    return base64.urlsafe_b64encode(secret).rstrip(b"=").decode()
-
-
-async def answer(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-    """The user: answers each question with its first word."""
-    return ElicitResult(action="accept", content={"answer": params.message.split()[0].lower()})
-
-
-def replies(n: int) -> dict[str, Any]:
-    return {f"q{n}": ElicitResult(action="accept", content={"answer": f"a{n}"})}
-
-
-def text_of(result: CallToolResult) -> str:
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return first.text
-
-
-def tamper(token: str) -> str:
-    middle = len(token) // 2
-    return token[:middle] + ("A" if token[middle] != "A" else "B") + token[middle + 1 :]
-
-
-async def bounded(step: Callable[[], Awaitable[T]]) -> T:
-    with anyio.fail_after(TIMEOUT):
-        return await step()
-
-
-@asynccontextmanager
-async def connect(built: Built, tap: WireTap | None = None) -> AsyncIterator[Client]:
-    transport = tap if tap is not None else WireTap(InMemoryTransport(built.server))
-    async with Client(transport, elicitation_callback=answer) as client:
-        yield client
-
-
-async def first_round(client: Client, name: str = "wizard") -> str:
-    result = await client.session.call_tool(name, {"topic": "x"}, allow_input_required=True)
-    assert isinstance(result, InputRequiredResult)
-    assert result.request_state is not None
-    return result.request_state
-
-
-async def echo(client: Client, token: str, name: str = "wizard") -> Any:
-    return await client.session.call_tool(
-        name, {"topic": "x"}, allow_input_required=True, request_state=token, input_responses=replies(1)
-    )
-
-
-async def finish(client: Client, token: str) -> str:
-    """Answer the wizard's last question with ``token`` echoed; the tool's final text."""
-    final = await client.session.call_tool(
-        "wizard", {"topic": "x"}, allow_input_required=True, request_state=token, input_responses=replies(2)
-    )
-    assert isinstance(final, CallToolResult)
-    return text_of(final)
-
-
-def assert_frozen(error: pytest.ExceptionInfo[MCPError]) -> None:
-    assert error.value.error.code == INVALID_PARAMS
-    assert error.value.error.message == INVALID_MESSAGE
-    assert error.value.error.data == FROZEN
-
-
-def leaks_reason(wire: str) -> bool:
-    # "expired" is a reason code and also a word of the frozen message: look outside the message.
-    rest = wire.replace(INVALID_MESSAGE, "")
-    return any(f'"{reason}"' in rest or f" {reason}" in rest or f":{reason}" in rest for reason in REASONS)
-
-
-def plaintext_seen(built: Built) -> list[str]:
-    return [state for state in built.seen if state is not None]
 
 
 everywhere = pytest.mark.parametrize(
@@ -786,7 +719,7 @@ def stdio_params(
     mode: str, *, secret: bytes = SECRET, shape: Shape = "boundary", tier: Tier = "mcpserver"
 ) -> Any:
     env = {
-        "REQUESTSTATE_KEYS": _b64(secret),
+        "REQUESTSTATE_KEYS": b64_secret(secret),
         "RS_TEST_TIER": tier,
         "RS_TEST_SHAPE": shape,
         "RS_TEST_MODE": mode,
@@ -894,7 +827,7 @@ async def test_example_booking_server_completes_over_stdio() -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=[str(ROOT / "examples" / "booking_server.py")],
-        env={"REQUESTSTATE_KEYS": _b64(SECRET), "PYTHONPATH": str(ROOT)},
+        env={"REQUESTSTATE_KEYS": b64_secret(SECRET), "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
     )
     tap = WireTap(stdio_client(params))
