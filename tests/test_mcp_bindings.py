@@ -1,4 +1,4 @@
-"""requeststate.mcp bindings: refused when they differ, accepted when they match; a context per use of a key."""
+"""requeststate.mcp bindings: refused when they differ, accepted when they match; one context per use."""
 
 from __future__ import annotations
 
@@ -65,14 +65,14 @@ async def test_misbound_echo_is_refused_and_the_legitimate_retry_then_completes(
             token = await first_round(client)
             if difference == "user":
                 home.auth.subject = "bob"
-            misbound = {
-                "tool": lambda: echo(client, token, name="other"),
-                "arguments": lambda: echo(client, token, arguments={"topic": "y"}),
-                "user": lambda: echo(client, token),
-                "audience": lambda: echo(elsewhere, token),
+            target, name, arguments = {
+                "tool": (client, "other", None),
+                "arguments": (client, "wizard", {"topic": "y"}),
+                "user": (client, "wizard", None),
+                "audience": (elsewhere, "wizard", None),
             }[difference]
             with pytest.raises(MCPError) as error:
-                await misbound()
+                await echo(target, token, name=name, arguments=arguments)
             assert_frozen(error)
             home.auth.subject = "alice"
             retried = await echo(client, token)
