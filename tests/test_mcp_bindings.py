@@ -43,6 +43,9 @@ pytestmark = pytest.mark.anyio
 
 DIFFERENCES = ("tool", "arguments", "user", "audience")
 STATE = f'{{"step":1,"marker":"{MARKER}","answers":[]}}'
+# Every use below carries this same state text (SDKCodec carries its bytes as base64url), so
+# only the binding can tell their tokens apart.
+CARRIED = spec.b64(STATE.encode())
 
 
 # --- end to end, in memory: every binding, both shapes ---------------------------------------------------
@@ -244,7 +247,7 @@ def _boundary_use(
 
     async def mint() -> str:
         async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
-            return InputRequiredResult(request_state=STATE)
+            return InputRequiredResult(request_state=CARRIED)
 
         sealed = await boundary(_context(REQUEST), handler)
         assert isinstance(sealed, InputRequiredResult)
@@ -258,7 +261,7 @@ def _boundary_use(
             return {"content": [], "resultType": "complete"}
 
         await boundary(_context({**REQUEST, "requestState": token}), handler)
-        return handed == [STATE]
+        return handed == [CARRIED]
 
     return mint, accepts
 
@@ -267,11 +270,11 @@ def _bare_use(
     mode: str, **identity: Any
 ) -> tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]:
     async def mint() -> str:
-        return rs.encode(STATE, KEYS, mode=mode, **identity)
+        return rs.encode(CARRIED, KEYS, mode=mode, **identity)
 
     async def accepts(token: str) -> bool:
         state: str | None = rs.decode(token, KEYS, mode=mode, **identity)
-        return state == STATE
+        return state == CARRIED
 
     return mint, accepts
 
