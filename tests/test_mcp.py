@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import socket
@@ -618,6 +619,48 @@ def test_codec_refuses_a_token_of_another_key() -> None:
     token = SDKCodec(OTHER_SECRET).seal(b"{}")
     with pytest.raises(InvalidRequestState):
         SDKCodec(KEYS).unseal(token)
+
+
+@pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
+def test_codec_round_trips_bytes_that_are_not_utf8(mode: str) -> None:
+    codec = SDKCodec(KEYS, mode=mode)
+    payload = bytes(range(256))
+    assert codec.unseal(codec.seal(payload)) == payload
+
+
+def test_codec_refuses_an_authentic_state_that_seal_never_writes() -> None:
+    # Under the codec's own binding, but not base64url: only a writer other than seal makes one.
+    token = spec.mint(SECRET, "not base64!", NOW_PLUS, "", spec.SDK_CODEC_TOOL, "encrypted")
+    with pytest.raises(InvalidRequestState, match=r"^malformed$"):
+        SDKCodec(KEYS).unseal(token)
+
+
+def test_codec_exposes_its_size_limit() -> None:
+    codec = SDKCodec(KEYS, max_token_bytes=1 << 20)
+    assert codec.max_token_bytes == 1 << 20
+    assert len(codec.unseal(codec.seal(bytes(200_000)))) == 200_000
+
+
+async def test_use_codec_carries_a_large_state_within_max_token_bytes() -> None:
+    # 48 KB of JSON text: the SDK escapes it into its envelope, which travels as base64url in our token.
+    server: MCPServer[Any] = MCPServer("big")
+    big = json.dumps({"rows": ["x" * 40] * 1100})
+    seen: list[str | None] = []
+
+    @server.tool()
+    async def wizard(ctx: Context, topic: str = "x") -> str | InputRequiredResult:
+        seen.append(ctx.request_state)
+        return InputRequiredResult(request_state=big) if ctx.request_state is None else "done"
+
+    use_codec(server, KEYS, max_token_bytes=256 * 1024)
+    built = Built(server=server, auth=build("lowlevel", "boundary", KEYS, "signed").auth, seen=seen)
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            return await echo(client, await first_round(client))
+
+    assert text_of(await bounded(run)) == "done"
+    assert seen == [None, big]
 
 
 # --- HTTP, with real bearer authentication on loopback --------------------------------------------------
