@@ -33,6 +33,7 @@ from mcp.server.request_state import InvalidRequestState, RequestStateBoundary
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INTERNAL_ERROR,
+    CallToolResult,
     ElicitRequestParams,
     ElicitResult,
     InputRequiredResult,
@@ -684,12 +685,14 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def http_server(keys: rs.KeyRing) -> AsyncIterator[tuple[str, list[str | None]]]:
+async def http_server(
+    keys: rs.KeyRing, name: str = "httpsvc", **options: Any
+) -> AsyncIterator[tuple[str, list[str | None]]]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     seen: list[str | None] = []
     server: MCPServer[Any] = MCPServer(
-        "httpsvc",
+        name,
         token_verifier=StaticVerifier(),
         auth=AuthSettings(
             issuer_url=AnyHttpUrl("https://as.test"),
@@ -703,7 +706,12 @@ async def http_server(keys: rs.KeyRing) -> AsyncIterator[tuple[str, list[str | N
         seen.append(ctx.request_state)
         return InputRequiredResult(request_state=MARKER) if ctx.request_state is None else "done"
 
-    protect(server, keys)
+    @server.tool()
+    async def other(ctx: Context, topic: str = "x") -> str | InputRequiredResult:
+        seen.append(ctx.request_state)
+        return InputRequiredResult(request_state=MARKER) if ctx.request_state is None else "done"
+
+    protect(server, keys, **options)
     config = uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="error")
     web = uvicorn.Server(config)
     async with anyio.create_task_group() as group:
@@ -738,6 +746,36 @@ async def test_http_echo_from_another_bearer_is_refused() -> None:
             return seen
 
     assert await bounded(run) == [None, MARKER, None]
+
+
+@pytest.mark.parametrize("difference", ["tool", "arguments", "user", "audience"])
+async def test_http_misbound_echo_is_refused_and_the_legitimate_retry_completes(difference: str) -> None:
+    guard = rs.MemoryGuard()  # shared by both servers, as a RedisGuard would be
+
+    async def run() -> list[str | None]:
+        async with (
+            http_server(KEYS, guard=guard) as (url, seen),
+            http_server(KEYS, name="elsewhere", guard=guard) as (elsewhere_url, elsewhere_seen),
+            http_client(url, "tok-alice") as alice,
+            http_client(url, "tok-bob") as bob,
+            http_client(elsewhere_url, "tok-alice") as alice_elsewhere,
+        ):
+            token = await first_round(alice)
+            client, name, arguments = {
+                "tool": (alice, "other", None),
+                "arguments": (alice, "wizard", {"topic": "y"}),
+                "user": (bob, "wizard", None),
+                "audience": (alice_elsewhere, "wizard", None),
+            }[difference]
+            with pytest.raises(MCPError) as error:
+                await echo(client, token, name=name, arguments=arguments)
+            assert_frozen(error)
+            final = await echo(alice, token)
+            assert isinstance(final, CallToolResult)
+            assert text_of(final) == "done"
+            return seen + elsewhere_seen
+
+    assert await bounded(run) == [None, MARKER]
 
 
 async def test_ephemeral_keys_warn_on_the_first_http_request(caplog: pytest.LogCaptureFixture) -> None:
@@ -793,6 +831,22 @@ async def test_stdio_encrypted_state_never_appears_on_the_wire(shape: Shape) -> 
     assert await bounded(run) == "done: first,second"
     assert len(tap.request_states()) == 4
     assert not tap.reveals(MARKER)
+
+
+@pytest.mark.parametrize("difference", ["tool", "arguments"])
+async def test_stdio_misbound_echo_is_refused_and_the_legitimate_retry_completes(difference: str) -> None:
+    async def run() -> Any:
+        async with Client(stdio_params("encrypted"), elicitation_callback=answer) as client:
+            token = await first_round(client)
+            name, arguments = ("other", None) if difference == "tool" else ("wizard", {"topic": "y"})
+            with pytest.raises(MCPError) as error:
+                await echo(client, token, name=name, arguments=arguments)
+            assert_frozen(error)
+            return await echo(client, token)
+
+    second = await bounded(run)
+    assert isinstance(second, InputRequiredResult)
+    assert list(second.input_requests or {}) == ["q2"]
 
 
 async def test_stdio_tampered_echo_is_refused() -> None:
