@@ -15,6 +15,7 @@ test: $(VENV)/.installed-dev
 	$(PY) -m ruff check requeststate tests benchmarks examples fuzz scripts
 	$(PY) -m ruff format --check requeststate tests benchmarks examples fuzz scripts
 	$(PY) -m mypy
+	$(PY) -m pyright
 	$(PY) -m fuzz.run --seconds 60
 	$(PY) -m pytest --cov --cov-report=term
 

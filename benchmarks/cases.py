@@ -167,7 +167,7 @@ def round_trip(state: str, ring: rs.KeyRing, mode: rs.Mode) -> Callable[[], obje
 
     The mode is passed as its string (``mode="encrypted"``), the way the README calls it.
     """
-    name = mode.value
+    name: rs.ModeName = mode.value
 
     def one_round() -> object:
         token = rs.encode(state, ring, mode=name, subject=SUBJECT, tool=TOOL, ttl=TTL)
@@ -191,7 +191,7 @@ def codec_cases(
         RuntimeError: a case does not do what it is named for (a refusal that
             returns a state, a valid token that is refused).
     """
-    name = mode.value
+    name: rs.ModeName = mode.value
     encode = partial(rs.encode, state, ring, mode=name, subject=SUBJECT, tool=TOOL, ttl=TTL)
     token = encode()
     expired = rs.encode(

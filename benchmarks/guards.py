@@ -54,7 +54,7 @@ __all__ = [
     "running_redis",
 ]
 
-GUARD_MODES: Final = ("encrypted", "signed")
+GUARD_MODES: Final[tuple[rs.ModeName, ...]] = ("encrypted", "signed")
 STATE_SIZE: Final = 64
 NONE: Final = "none"
 MEMORY: Final = "MemoryGuard"
@@ -79,7 +79,7 @@ class RedisUnavailable(Exception):
 class GuardRow:
     """µs per ``decode`` (or ``adecode``) of a fresh valid token with one guard, or why it was not timed."""
 
-    mode: str
+    mode: rs.ModeName
     path: str
     """``decode`` (sync) or ``adecode`` (awaited one call at a time)."""
     guard: str
@@ -122,7 +122,7 @@ class GuardResults:
     rows: list[GuardRow] = field(default_factory=list)
     memory: GuardMemory | None = None
 
-    def row(self, mode: str, path: str, guard: str) -> GuardRow | None:
+    def row(self, mode: rs.ModeName, path: str, guard: str) -> GuardRow | None:
         """The row of one guard, if there is one."""
         for row in self.rows:
             if (row.mode, row.path, row.guard) == (mode, path, guard):
@@ -236,7 +236,7 @@ class _Samples:
     refused: int = 0
 
 
-def _mint(state: str, ring: rs.KeyRing, mode: str, count: int) -> list[str]:
+def _mint(state: str, ring: rs.KeyRing, mode: rs.ModeName, count: int) -> list[str]:
     return [rs.encode(state, ring, mode=mode, subject=SUBJECT, tool=TOOL, ttl=TTL) for _ in range(count)]
 
 
@@ -285,7 +285,7 @@ def _check_single_use(name: str, first: object, second: object, state: str, guar
 
 
 def _rows(
-    mode: str, path: str, samples: dict[str, _Samples], batch: int, *, strict: Sequence[str]
+    mode: rs.ModeName, path: str, samples: dict[str, _Samples], batch: int, *, strict: Sequence[str]
 ) -> list[GuardRow]:
     for name in strict:
         if samples[name].refused:
@@ -314,14 +314,14 @@ def _rows(
     return rows
 
 
-def _decoder(ring: rs.KeyRing, mode: str, guard: rs.Guard | None) -> Decode:
+def _decoder(ring: rs.KeyRing, mode: rs.ModeName, guard: rs.Guard | None) -> Decode:
     def decode(token: str) -> object:
         return rs.decode(token, ring, mode=mode, subject=SUBJECT, tool=TOOL, guard=guard)
 
     return decode
 
 
-def _adecoder(ring: rs.KeyRing, mode: str, guard: rs.AsyncGuard | None) -> AsyncDecode:
+def _adecoder(ring: rs.KeyRing, mode: rs.ModeName, guard: rs.AsyncGuard | None) -> AsyncDecode:
     async def adecode(token: str) -> object:
         return await rs.adecode(token, ring, mode=mode, subject=SUBJECT, tool=TOOL, guard=guard)
 
@@ -329,7 +329,12 @@ def _adecoder(ring: rs.KeyRing, mode: str, guard: rs.AsyncGuard | None) -> Async
 
 
 def _measure_sync(
-    mode: str, state: str, ring: rs.KeyRing, guards: dict[str, rs.Guard | None], rounds: int, batch: int
+    mode: rs.ModeName,
+    state: str,
+    ring: rs.KeyRing,
+    guards: dict[str, rs.Guard | None],
+    rounds: int,
+    batch: int,
 ) -> list[GuardRow]:
     names = list(guards)
     decoders = {name: _decoder(ring, mode, guard) for name, guard in guards.items()}
@@ -348,7 +353,7 @@ def _measure_sync(
 
 
 async def _measure_async(
-    mode: str, state: str, ring: rs.KeyRing, url: str, rounds: int, batch: int
+    mode: rs.ModeName, state: str, ring: rs.KeyRing, url: str, rounds: int, batch: int
 ) -> list[GuardRow]:
     module = importlib.import_module("requeststate.redis")
     redis_guard = module.AsyncRedisGuard.from_url(
@@ -408,7 +413,7 @@ def measure_guards(
     batch: int,
     memory_ids: int,
     redis: bool = True,
-    modes: Sequence[str] = GUARD_MODES,
+    modes: Sequence[rs.ModeName] = GUARD_MODES,
     progress: Callable[[str], None] = lambda line: None,
 ) -> GuardResults:
     """Time ``decode`` of fresh 64 B tokens with no guard, a ``MemoryGuard`` and Redis; trace its memory.
@@ -447,7 +452,7 @@ def _measure_with_redis(
     results: GuardResults,
     state: str,
     ring: rs.KeyRing,
-    modes: Sequence[str],
+    modes: Sequence[rs.ModeName],
     rounds: int,
     batch: int,
     progress: Callable[[str], None],

@@ -68,7 +68,7 @@ def _keys() -> rs.KeyRing:
 
 
 server: MCPServer = MCPServer("booking")
-protect(server, _keys(), mode=os.environ.get("REQUESTSTATE_MODE", "encrypted"))
+protect(server, _keys(), mode=rs.Mode(os.environ.get("REQUESTSTATE_MODE", "encrypted")))
 
 
 @server.tool()

@@ -35,7 +35,6 @@ from typing import Any, Final
 import msgspec
 
 import requeststate as rs
-from requeststate._codec import _encode
 from tests import reference
 
 __all__ = [
@@ -150,9 +149,7 @@ def mint(
     state: str, ring: rs.KeyRing, mode: rs.Mode, subject: str, tool: str | None, seed: bytes
 ) -> tuple[str, Minted]:
     """A token minted deterministically at ``NOW`` with ``TTL``: the same one in every process."""
-    token = _encode(
-        state, ring, mode, subject, tool, TTL, NOW, rs.DEFAULT_MAX_TOKEN_BYTES, _fake_urandom(seed)
-    )
+    token = rs.Codec(ring, mode=mode, ttl=TTL)._encode_with(state, subject, tool, NOW, _fake_urandom(seed))
     return token, Minted(mode, subject, tool, state, NOW + TTL)
 
 

@@ -1,37 +1,46 @@
 """Integrity-protected, optionally encrypted MCP ``requestState`` tokens.
 
-Mint with ``encode`` when a handler answers input-required; read the echo
-with ``decode`` (``None`` on any refusal) or ``verify`` (raises
-``InvalidToken`` with a log-only reason)::
+Build a ``Codec`` once, with the options your deployment chooses; mint with
+``encode`` when a handler answers input-required, and read the echo with
+``decode`` (``None`` on any refusal) or ``verify`` (raises ``InvalidToken``
+with a log-only reason)::
 
-    keys = KeyRing(secret)
-    token = encode(state, keys, mode="encrypted", subject=user, tool="book")
-    state = decode(token, keys, mode="encrypted", subject=user, tool="book")
+    codec = Codec(KeyRing.from_env(), mode="encrypted", ttl=300)
+    token = codec.encode(state, subject=user, tool="book")
+    state = codec.decode(token, subject=user, tool="book")
 
-Pass ``guard=MemoryGuard()`` (one process) or ``requeststate.redis.RedisGuard``
-(several) to ``decode`` to make tokens single-use. ``requeststate.mcp`` protects
-an MCP SDK server in one line.
+The module functions ``encode``/``decode``/``verify`` take the same options on
+every call, over a cached ``Codec``. Pass ``guard=MemoryGuard()`` (one
+process) or ``requeststate.redis.RedisGuard`` (several) to make tokens
+single-use. ``requeststate.mcp`` protects an MCP SDK server in one line.
 """
 
 from __future__ import annotations
 
-from ._adapter import adecode, decode
-from ._codec import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, Mode, averify, encode, verify
+from ._codec import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, Codec, adecode, averify, decode, encode, verify
+from ._envelope import MAX_JSON_DEPTH
 from ._errors import InvalidToken, KeyBudgetExhausted, Reason
 from ._guard import AsyncGuard, Guard, GuardUnavailable, MemoryGuard
 from ._keys import KeyRing
+from ._modes import Mode, ModeName, Modes
+from ._options import Keys
 
 __all__ = [
     "DEFAULT_MAX_TOKEN_BYTES",
     "DEFAULT_TTL",
+    "MAX_JSON_DEPTH",
     "AsyncGuard",
+    "Codec",
     "Guard",
     "GuardUnavailable",
     "InvalidToken",
     "KeyBudgetExhausted",
     "KeyRing",
+    "Keys",
     "MemoryGuard",
     "Mode",
+    "ModeName",
+    "Modes",
     "Reason",
     "adecode",
     "averify",
@@ -40,4 +49,4 @@ __all__ = [
     "verify",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -17,17 +17,16 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from ._base64 import b64decode, b64encode
-from ._codec import Mode, encode, verify
+from ._codec import encode, verify
 from ._errors import InvalidToken
 from ._keys import MIN_SECRET_BYTES, KeyRing
+from ._modes import Mode, mode_of
 
 __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
-
-_MODE_BY_PREFIX = {"v1.": Mode.SIGNED, "v1e.": Mode.ENCRYPTED, "v1x.": Mode.XCHACHA}
 
 
 def _tamper(token: str) -> str:
@@ -83,7 +82,7 @@ def _read_unverified_payload(token: str) -> object:
 
 def _inspect(args: argparse.Namespace) -> int:
     token: str = sys.stdin.read().strip() if args.token == "-" else args.token  # noqa: S105 (not a password)
-    mode = next((m for prefix, m in _MODE_BY_PREFIX.items() if token.startswith(prefix)), None)
+    mode = mode_of(token)
     if mode is None:
         print("not a requeststate token: no v1., v1e. or v1x. prefix", file=sys.stderr)
         return EXIT_REFUSED

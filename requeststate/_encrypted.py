@@ -13,7 +13,6 @@ from operator import attrgetter
 from typing import Final, Protocol, final
 
 from cryptography.exceptions import InvalidTag
-from nacl.exceptions import CryptoError
 
 from ._base64 import b64decode, b64encode
 from ._errors import Reason
@@ -22,8 +21,6 @@ from ._keys import BoundKey, SubKeys
 __all__ = ["ENCRYPTED", "XCHACHA", "AeadMode"]
 
 _TAG_BYTES: Final = 16
-# What each AEAD raises for a tag that does not verify.
-_TAG_FAILURES: Final = (InvalidTag, CryptoError)
 
 
 class Aead(Protocol):
@@ -49,8 +46,8 @@ class AeadMode:
         # Random 96-bit nonces allow 2^32 seals per key; longer nonces need no count.
         self._counts_nonces: Final = counts_nonces
 
-    def seal(self, payload: bytes, key: SubKeys, bind_tag: str, nonce: bytes) -> str:
-        """Encrypt ``payload`` under ``nonce``, which must never repeat under a key.
+    def seal(self, payload: bytes, key: SubKeys, aad: bytes, nonce: bytes) -> str:
+        """Encrypt ``payload`` under ``nonce``, which must never repeat under a key; ``aad`` is the bind tag.
 
         Raises ``KeyBudgetExhausted`` when a counted key has sealed its limit.
         """
@@ -58,7 +55,7 @@ class AeadMode:
             count = next(key.aesgcm_count)
             if count >= key.aesgcm_warn_at:  # the common case stays one comparison
                 key.check_aesgcm_budget(count)
-        sealed = self._cipher(key).encrypt(nonce, payload, bind_tag.encode("ascii"))
+        sealed = self._cipher(key).encrypt(nonce, payload, aad)
         return self.prefix + b64encode(nonce + sealed)
 
     def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason:
@@ -67,10 +64,10 @@ class AeadMode:
         if blob is None or len(blob) < self._shortest_blob:
             return Reason.MALFORMED
         nonce, sealed = blob[: self.nonce_bytes], blob[self.nonce_bytes :]
-        for key, bind_tag in bound_keys:
+        for key, bind_tag, aad in bound_keys:
             try:
-                return self._cipher(key).decrypt(nonce, sealed, bind_tag.encode("ascii")), bind_tag
-            except _TAG_FAILURES:
+                return self._cipher(key).decrypt(nonce, sealed, aad), bind_tag
+            except InvalidTag:  # both AEADs raise it for a tag that does not verify
                 continue
         return Reason.BAD_SIGNATURE
 

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
+from itertools import accumulate, repeat
 from typing import Annotated, Final
 
 import msgspec
 
 from ._errors import Reason
 
-__all__ = ["INT64_MAX", "INT64_MIN", "Payload", "build_payload", "read_payload"]
+__all__ = ["INT64_MAX", "INT64_MIN", "MAX_JSON_DEPTH", "Payload", "build_payload", "read_payload", "too_deep"]
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
+MAX_JSON_DEPTH: Final = 128
+"""The deepest nesting of arrays and objects read in a payload or a typed state.
+
+Explicit, so every Python behaves alike: without it 3.11 refuses a state 5000
+levels deep (RecursionError) while 3.13 accepts it.
+"""
 
 
 class Payload(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
@@ -34,6 +42,24 @@ class Payload(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
 _HEX_DIGITS: Final = b"0123456789abcdef"
 _encode_payload: Final = msgspec.json.Encoder().encode
 _decode_payload: Final = msgspec.json.Decoder(Payload).decode
+
+
+_JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS_ONLY: Final = {code: None for code in range(0x80) if chr(code) not in "[]{}"}
+_NESTING_STEP: Final = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def too_deep(text: str) -> bool:
+    """Whether JSON ``text`` nests arrays and objects deeper than ``MAX_JSON_DEPTH``.
+
+    Counting brackets settles almost every text at C speed; only one with more
+    brackets than the limit is scanned, outside its strings.
+    """
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    brackets = _JSON_STRING.sub("", text).translate(_BRACKETS_ONLY)
+    # Characters past ASCII outside a string are not JSON: they count as nothing here.
+    return max(accumulate(map(_NESTING_STEP.get, brackets, repeat(0))), default=0) > MAX_JSON_DEPTH
 
 
 def build_payload(state: str, exp: int, bind_tag: str, token_id: str | None = None) -> bytes:
@@ -62,9 +88,9 @@ def read_payload(authenticated: bytes, bind_tag: str, now: int, leeway: int) -> 
     except (msgspec.DecodeError, ValueError, RecursionError):
         return Reason.MALFORMED
     # msgspec keeps the last of two equal member names. Bytes that re-encode
-    # exactly (every token we mint) cannot hold a duplicate; anything else is
-    # scanned in full.
-    if _encode_payload(payload) != authenticated and _has_duplicate_member(authenticated):
+    # exactly (every token we mint) cannot hold a duplicate, nor any nesting;
+    # anything else is scanned in full.
+    if _encode_payload(payload) != authenticated and _irregular(authenticated):
         return Reason.MALFORMED
     if now > payload.exp + leeway:
         return Reason.EXPIRED
@@ -80,6 +106,16 @@ def read_payload(authenticated: bytes, bind_tag: str, now: int, leeway: int) -> 
     return (
         Reason.MALFORMED if payload.b.encode("ascii").translate(None, _HEX_DIGITS) else Reason.WRONG_BINDING
     )
+
+
+def _irregular(document: bytes) -> bool:
+    """Whether authenticated payload bytes are not UTF-8, nest too deep, or repeat a member name."""
+    try:
+        # msgspec skips an unknown member without reading its bytes as UTF-8.
+        text = document.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return too_deep(text) or _has_duplicate_member(document)
 
 
 def _has_duplicate_member(document: bytes) -> bool:

@@ -10,12 +10,31 @@ fails closed.
 from __future__ import annotations
 
 import heapq
+import logging
 import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Final, Protocol, final
 
-__all__ = ["DEFAULT_CAPACITY", "AsyncGuard", "Guard", "GuardUnavailable", "MemoryGuard", "check_claim_window"]
+from ._errors import Reason
+
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "AsyncGuard",
+    "Guard",
+    "GuardUnavailable",
+    "MemoryGuard",
+    "aclaim",
+    "check_claim_window",
+    "claim",
+]
 
 DEFAULT_CAPACITY: Final = 100_000
+# How much faster than the monotonic clock MemoryGuard's purge clock may run to
+# catch up with a wall clock that stepped forward: 1 s per 64 s.
+PURGE_CATCH_UP: Final = 1 / 64
+
+_log: Final = logging.getLogger("requeststate")
 
 
 class GuardUnavailable(Exception):
@@ -59,40 +78,112 @@ def check_claim_window(expires_at: int, now: int) -> None:
         raise ValueError("expires_at is before now: an expired token has nothing to claim")
 
 
+def _outcome(claimed: object) -> Reason | None:
+    if claimed is True:
+        return None
+    if claimed is False:
+        return Reason.REPLAYED
+    if isinstance(claimed, Coroutine):
+        claimed.close()  # never awaited: close it, so no warning names the guard
+        raise TypeError("an async guard needs averify() or adecode()")
+    raise TypeError(f"Guard.claim must return a bool, not {claimed.__class__.__name__}")
+
+
+def claim(guard: Guard | AsyncGuard, token_id: str | None, expires_at: int, now: int) -> Reason | None:
+    """Claim a verified token's id in ``guard``: ``None`` on its first claim, else why it is refused.
+
+    A token with no id (another writer's: mcp.d mints none) cannot be made
+    single-use, and is refused as ``malformed`` wherever a guard is in use.
+    An async guard's claim raises ``TypeError`` here (it needs ``aclaim``).
+    """
+    if token_id is None:
+        return Reason.MALFORMED
+    try:
+        return _outcome(guard.claim(token_id, expires_at, now))
+    except GuardUnavailable:
+        return Reason.GUARD_UNAVAILABLE
+
+
+async def aclaim(guard: AsyncGuard | Guard, token_id: str | None, expires_at: int, now: int) -> Reason | None:
+    """``claim``, awaiting an async guard's answer; a sync guard is called inline."""
+    if token_id is None:
+        return Reason.MALFORMED
+    try:
+        claimed = guard.claim(token_id, expires_at, now)
+        return _outcome(await claimed if isinstance(claimed, Awaitable) else claimed)
+    except GuardUnavailable:
+        return Reason.GUARD_UNAVAILABLE
+
+
 @final
 class MemoryGuard:
     """A replay guard in this process's memory, for a server that runs as one process.
 
     Thread-safe (one lock) and bounded: it holds at most ``capacity`` live ids.
     Expired ids are purged on each ``claim``, oldest first, in amortised
-    ``O(log n)`` time, with no background thread. When it is full of live ids
-    it raises ``GuardUnavailable`` rather than forget one (forgetting would let
-    that token be replayed): size ``capacity`` for the peak number of tokens
-    redeemed within one TTL plus leeway.
+    ``O(log n)`` time, with no background thread.
+
+    Sizing: it holds the id of every token redeemed within one TTL plus leeway,
+    about 220 bytes each. Only tokens that passed every other check reach it,
+    so filling it takes that many tokens the server minted for authenticated
+    users: a client that can mint and redeem without limit can fill it. When
+    full of live ids it raises ``GuardUnavailable`` (every redemption is then
+    refused) rather than forget one, which would let that token be replayed,
+    and logs one warning each time it fills. Size ``capacity`` for the peak
+    redemptions in one TTL, and rate-limit minting per user, which is what
+    protects it.
+
+    The clock: ids are purged by the verifier's ``now``, but never faster than
+    a monotonic clock allows. After the wall clock steps forward, the purge
+    clock catches up at 1 s per 64 s, so a clock that steps forward and back
+    cannot empty the guard of ids whose tokens are still valid; a step
+    backward is followed at once. (Ids are then held longer, never shorter.)
 
     Its ids die with the process, and other processes do not see them: behind
     several workers or hosts, use ``requeststate.redis.RedisGuard``.
     """
 
-    __slots__ = ("_capacity", "_expiries", "_heap", "_lock")
+    __slots__ = ("_capacity", "_expiries", "_full", "_heap", "_lock", "_monotonic", "_purged_to")
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        """Make an empty guard that holds at most ``capacity`` live ids (a positive ``int``)."""
+    def __init__(
+        self, capacity: int = DEFAULT_CAPACITY, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        """Make an empty guard that holds at most ``capacity`` live ids (a positive ``int``).
+
+        ``monotonic`` is the clock that bounds purging (tests inject one).
+        """
         if not isinstance(capacity, int) or isinstance(capacity, bool):
             raise TypeError(f"capacity must be an int, not {type(capacity).__name__}")
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
+        if not callable(monotonic):
+            raise TypeError("monotonic must be a callable returning seconds")
         self._capacity: Final = capacity
+        self._monotonic: Final = monotonic
         self._lock: Final = threading.Lock()
         # Each held id is in both: the dict answers "claimed?", the heap finds the
         # next to expire. An id enters once and leaves once, so they stay in step.
         self._expiries: Final[dict[str, int]] = {}
         self._heap: Final[list[tuple[int, str]]] = []
+        # (purge clock, monotonic reading) at the last claim; None before the first.
+        self._purged_to: tuple[float, float] | None = None
+        self._full = False
 
     @property
     def capacity(self) -> int:
         """The most live ids this guard holds before it fails closed."""
         return self._capacity
+
+    def _purge_clock(self, now: int) -> float:
+        """The time to purge up to: ``now``, unless that runs ahead of the monotonic clock."""
+        elapsed = self._monotonic()
+        if self._purged_to is None:
+            clock = float(now)
+        else:
+            last, then = self._purged_to
+            clock = min(float(now), last + max(0.0, elapsed - then) * (1 + PURGE_CATCH_UP))
+        self._purged_to = (clock, elapsed)
+        return clock
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
@@ -104,14 +195,23 @@ class MemoryGuard:
         check_claim_window(expires_at, now)
         with self._lock:
             heap = self._heap
-            while heap and heap[0][0] < now:
+            clock = self._purge_clock(now)
+            while heap and heap[0][0] < clock:
                 del self._expiries[heapq.heappop(heap)[1]]
             if token_id in self._expiries:
                 return False
             if len(self._expiries) >= self._capacity:
+                if not self._full:
+                    self._full = True
+                    _log.warning(
+                        "MemoryGuard is full (%d live ids): every redemption is refused until ids "
+                        "expire; raise its capacity or rate-limit minting per user",
+                        self._capacity,
+                    )
                 raise GuardUnavailable(
                     f"MemoryGuard is full: {self._capacity} ids have not expired yet (raise its capacity)"
                 )
+            self._full = False
             self._expiries[token_id] = expires_at
             heapq.heappush(heap, (expires_at, token_id))
             return True

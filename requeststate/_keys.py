@@ -7,8 +7,7 @@ import itertools
 import logging
 import os
 from collections.abc import Callable, Mapping
-from functools import lru_cache
-from typing import Final, NoReturn, TypeAlias, final
+from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias, final
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
@@ -17,7 +16,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ._base64 import b64decode
 from ._errors import KeyBudgetExhausted
-from ._xchacha import XChaCha20Poly1305
+
+if TYPE_CHECKING:
+    from ._xchacha import XChaCha20Poly1305
 
 __all__ = [
     "AESGCM_NONCE_LIMIT",
@@ -33,6 +34,8 @@ __all__ = [
 MIN_SECRET_BYTES: Final = 32
 MAX_KEYS: Final = 8
 BIND_TAG_CACHE_SIZE: Final = 4096
+# The longest bind input (UTF-8 bytes) whose bind tags are cached.
+BIND_TAG_CACHE_MAX_BYTES: Final = 512
 # NIST SP 800-38D, 8.3: with random 96-bit nonces, at most 2^32 encryptions per key.
 AESGCM_NONCE_LIMIT: Final = 2**32
 DEFAULT_AESGCM_WARN_SHARE: Final = 0.5
@@ -53,16 +56,30 @@ def derive_subkey(secret: bytes, info: bytes) -> bytes:
     return HKDF(algorithm=SHA256(), length=32, salt=_HKDF_SALT, info=info).derive(secret)
 
 
+# JSON's whitespace: what may stand before the "{" that opens a payload.
+_JSON_SPACE: Final = " \t\r\n"
+
+
 def bind_input(subject: str, tool: str | None) -> bytes:
-    """The bytes a bind tag covers (SPEC "Bind tag").
+    """The bytes a bind tag covers (docs/wire-format.md, "The bind tag").
 
     Raises ``TypeError`` for a non-``str`` subject or tool, and ``ValueError``
-    for one containing U+0000 (the separator) or a lone surrogate.
+    for one containing U+0000 (the separator) or a lone surrogate, or for a
+    subject-only identity that reads as a JSON object.
     """
     if not isinstance(subject, str) or not (tool is None or isinstance(tool, str)):
         raise TypeError("subject must be a str and tool a str or None")
     if "\0" in subject or (tool is not None and "\0" in tool):
         raise ValueError("subject and tool must not contain U+0000")
+    # mac_key keys both the bind tag and the v1. MAC, and a signed token shows
+    # its bind tag. A subject-only bind input that is itself a payload would
+    # make its tag a valid MAC of that payload: a forgery for any identity.
+    # Every payload opens with "{" after JSON whitespace; with a tool the input
+    # holds U+0000, which no payload does.
+    if tool is None and subject.lstrip(_JSON_SPACE).startswith("{"):
+        raise ValueError(
+            "a subject bound without a tool must not start with '{' (it would read as a payload)"
+        )
     text = subject if tool is None else f"{subject}\0{tool}"
     try:
         return text.encode("utf-8")
@@ -80,11 +97,12 @@ class SubKeys:
     __slots__ = (
         "_aesgcm_limit",
         "_mac",
+        "_xchacha",
+        "_xchacha_key",
         "aesgcm",
         "aesgcm_count",
         "aesgcm_warn_at",
         "fingerprint",
-        "xchacha",
     )
 
     def __init__(self, secret: bytes, aesgcm_limit: int, aesgcm_warn_at: int) -> None:
@@ -92,7 +110,9 @@ class SubKeys:
         # Keyed once; every MAC copies this state instead of re-keying.
         self._mac: Final = HMAC(mac_key, SHA256())
         self.aesgcm: Final = AESGCM(derive_subkey(secret, _ENC_INFO))
-        self.xchacha: Final = XChaCha20Poly1305(derive_subkey(secret, _XCHACHA_INFO))
+        # PyNaCl loads on the first v1x. token, not with the package.
+        self._xchacha_key: Final = derive_subkey(secret, _XCHACHA_INFO)
+        self._xchacha: XChaCha20Poly1305 | None = None
         # A one-way, labelled digest of a subkey: it names the key in a repr or a
         # log without revealing anything that verifies or mints a token.
         self.fingerprint: Final = hashlib.sha256(_FINGERPRINT_LABEL + mac_key).hexdigest()[:8]
@@ -101,6 +121,16 @@ class SubKeys:
         self.aesgcm_count: Final = itertools.count(1)
         self.aesgcm_warn_at: Final = aesgcm_warn_at
         self._aesgcm_limit: Final = aesgcm_limit
+
+    @property
+    def xchacha(self) -> XChaCha20Poly1305:
+        """The XChaCha20-Poly1305 cipher, built on first use."""
+        if self._xchacha is None:
+            # Imported here: `import requeststate` must not load PyNaCl for modes that never use it.
+            from ._xchacha import XChaCha20Poly1305
+
+            self._xchacha = XChaCha20Poly1305(self._xchacha_key)
+        return self._xchacha
 
     def mac(self, data: bytes) -> bytes:
         """``HMAC-SHA256(mac_key, data)``."""
@@ -135,21 +165,46 @@ class SubKeys:
     def __repr__(self) -> str:
         return f"SubKeys(fingerprint={self.fingerprint!r})"
 
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("SubKeys cannot be pickled: it holds derived key material")
 
-BoundKey: TypeAlias = "tuple[SubKeys, str]"
-"""A key and the bind tag of one identity under it."""
+
+BoundKey: TypeAlias = "tuple[SubKeys, str, bytes]"
+"""A key, the bind tag of one identity under it, and that tag as AEAD associated data."""
 
 
-def _bound_keys_cache(keys: tuple[SubKeys, ...]) -> Callable[[str, str | None], tuple[BoundKey, ...]]:
-    # A closure over the keys, not a method, so the cache holds no reference
-    # back to the ring. lru_cache is bounded and thread-safe; errors are not cached.
-    @lru_cache(maxsize=BIND_TAG_CACHE_SIZE)
+BoundKeysCache: TypeAlias = "dict[tuple[str, str | None], tuple[BoundKey, ...]]"
+
+
+def _bound_keys_cache(
+    keys: tuple[SubKeys, ...],
+) -> tuple[BoundKeysCache, Callable[[str, str | None], tuple[BoundKey, ...]]]:
+    # The cache, and a closure over it and the keys (not a method, so neither
+    # holds a reference back to the ring). A plain dict: a hit is one lookup,
+    # which the codec makes itself on the path every request takes. Errors
+    # are not cached.
+    cache: BoundKeysCache = {}
+
     def bound_keys(subject: str, tool: str | None) -> tuple[BoundKey, ...]:
+        try:
+            found = cache.get((subject, tool))
+        except TypeError:  # unhashable: bind_input says what is wrong with it
+            found = None
+        if found is not None:
+            return found
         data = bind_input(subject, tool)
-        # Pairs, not two tuples to zip: iterating them costs a fifth of zip(strict=True).
-        return tuple((key, key.bind_tag(data)) for key in keys)
+        # One tuple per key, not parallel tuples to zip: a fifth of zip(strict=True).
+        pairs = tuple((key, tag, tag.encode("ascii")) for key in keys for tag in (key.bind_tag(data),))
+        # The cache fills before any MAC check, from values a client may choose
+        # (an MCP tool name): a long identity is computed, never kept, so the
+        # cache holds at most BIND_TAG_CACHE_SIZE short ones (a few MiB).
+        if len(data) <= BIND_TAG_CACHE_MAX_BYTES:
+            if len(cache) >= BIND_TAG_CACHE_SIZE:
+                cache.pop(next(iter(cache)), None)  # the oldest entry
+            cache[subject, tool] = pairs
+        return pairs
 
-    return bound_keys
+    return cache, bound_keys
 
 
 @final
@@ -165,14 +220,16 @@ class KeyRing:
     key bytes.
     """
 
-    __slots__ = ("_ephemeral", "_keys", "bound_keys")
+    __slots__ = ("_bound_keys", "_bound_keys_cached", "_ephemeral", "_keys")
 
     _keys: tuple[SubKeys, ...]
     _ephemeral: bool
-    bound_keys: Callable[[str, str | None], tuple[BoundKey, ...]]
-    """``bound_keys(subject, tool)``: each key with the bind tag of that identity
-    under it, in ring order (the first mints). Cached per ring (bounded); raises
-    like ``bind_input``. Internal to the codec."""
+    _bound_keys: Callable[[str, str | None], tuple[BoundKey, ...]]
+    _bound_keys_cached: BoundKeysCache
+    # _bound_keys(subject, tool): each key with the bind tag of that identity
+    # under it, in ring order (the first mints). Cached per ring (bounded) in
+    # _bound_keys_cached, keyed by (subject, tool); raises like bind_input.
+    # Internal to the codec.
 
     def __init__(
         self,
@@ -210,7 +267,9 @@ class KeyRing:
         object.__setattr__(self, "_keys", keys)
         object.__setattr__(self, "_ephemeral", False)
         # The cached function itself, not a method around it: one call less per token.
-        object.__setattr__(self, "bound_keys", _bound_keys_cache(keys))
+        cached, bound_keys = _bound_keys_cache(keys)
+        object.__setattr__(self, "_bound_keys_cached", cached)
+        object.__setattr__(self, "_bound_keys", bound_keys)
 
     @classmethod
     def ephemeral(cls) -> KeyRing:
@@ -268,8 +327,8 @@ class KeyRing:
         return self._keys[0].fingerprint
 
     @property
-    def subkeys(self) -> tuple[SubKeys, ...]:
-        """The derived subkeys, minting key first. Internal to the codec."""
+    def _subkeys(self) -> tuple[SubKeys, ...]:
+        # The derived subkeys, minting key first. Internal to the codec.
         return self._keys
 
     def __len__(self) -> int:

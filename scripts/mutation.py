@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The core: the codec and everything it is built from. Not mcp.py, redis.py, _cli.py.
 CORE_MODULES = (
-    "_adapter.py",
     "_base64.py",
     "_codec.py",
     "_encrypted.py",
@@ -31,6 +30,8 @@ CORE_MODULES = (
     "_errors.py",
     "_guard.py",
     "_keys.py",
+    "_modes.py",
+    "_options.py",
     "_signed.py",
 )
 # The fast tests of those modules: no subprocesses, no servers, no hypothesis search.

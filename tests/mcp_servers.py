@@ -164,7 +164,7 @@ def build(
     tier: Tier,
     shape: Shape,
     keys: rs.KeyRing,
-    mode: rs.Mode | str,
+    mode: rs.Modes,
     *,
     name: str = "tests",
     **options: Any,

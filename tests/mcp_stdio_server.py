@@ -26,7 +26,7 @@ async def _serve() -> None:
         cast(Tier, os.environ["RS_TEST_TIER"]),
         cast(Shape, os.environ["RS_TEST_SHAPE"]),
         rs.KeyRing.from_env(),
-        os.environ["RS_TEST_MODE"],
+        rs.Mode(os.environ["RS_TEST_MODE"]),
     )
     server = built.server
     if isinstance(server, MCPServer):

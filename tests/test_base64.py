@@ -116,7 +116,7 @@ def test_encode_agrees_with_the_standard_library(parts: list[bytes]) -> None:
     assert b64encode(*parts) == expected
 
 
-# --- added for mutation testing: the exact characters at the edges ---------------------------
+# --- the exact characters at the edges of the alphabet ---------------------------------------
 
 
 def test_encode_keeps_a_trailing_x() -> None:

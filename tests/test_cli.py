@@ -35,7 +35,7 @@ def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subpr
     )
 
 
-def token(mode: str, state: str = '{"step":1}') -> str:
+def token(mode: rs.Modes, state: str = '{"step":1}') -> str:
     return rs.encode(state, SECRET, mode=mode, subject="alice", tool="book", now=NOW)
 
 
@@ -132,7 +132,7 @@ def test_inspect_escapes_control_characters_in_the_unverified_payload() -> None:
 
 
 @pytest.mark.parametrize("mode", ["encrypted", "xchacha"])
-def test_inspect_encrypted_without_key_shows_only_mode_and_size(mode: str) -> None:
+def test_inspect_encrypted_without_key_shows_only_mode_and_size(mode: rs.ModeName) -> None:
     done = run("inspect", token(mode, "top-secret"))
     assert done.returncode == 0
     assert f"mode:   {mode}" in done.stdout

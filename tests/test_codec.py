@@ -4,16 +4,21 @@ import asyncio
 import hmac
 import json
 import time
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import pytest
 
 import requeststate as rs
 from requeststate._base64 import b64decode
-from requeststate._codec import _encode, check_options
+from requeststate._envelope import MAX_JSON_DEPTH
+from requeststate._modes import MODE_BY_PREFIX
 from tests import reference as ref
 from tests.conftest import ALL_MODES, NOW, OTHER_SECRET, SECRET
+
+
+class Step(msgspec.Struct):
+    step: int
 
 
 class Booking(msgspec.Struct):
@@ -79,6 +84,20 @@ def test_typed_decode_of_deeply_nested_state_is_wrong_type(ring: rs.KeyRing, mod
     assert reason(token, ring, mode, type=object) is rs.Reason.WRONG_TYPE
 
 
+def test_typed_decode_reads_a_state_nested_to_the_depth_limit(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    expected: list[object] = []
+    for _ in range(MAX_JSON_DEPTH - 1):
+        expected = [expected]
+    token = mint(ring, mode, "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH)
+    assert rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, type=list) == expected
+
+
+def test_typed_decode_refuses_a_state_one_past_the_depth_limit(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    # Every Python alike: 3.13 follows nesting that 3.11 refuses by RecursionError.
+    depth = MAX_JSON_DEPTH + 1
+    assert reason(mint(ring, mode, "[" * depth + "]" * depth), ring, mode, type=list) is rs.Reason.WRONG_TYPE
+
+
 def test_raw_secret_works_as_keys(mode: rs.Mode) -> None:
     token = rs.encode("x", SECRET, mode=mode, now=NOW)
     assert rs.verify(token, rs.KeyRing(SECRET), mode=mode, now=NOW) == "x"
@@ -124,7 +143,8 @@ def test_encrypted_token_hides_state(ring: rs.KeyRing, mode: rs.Mode) -> None:
 @pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
 def test_deterministic_entry_point_matches_the_reference(ring: rs.KeyRing, mode: rs.Mode) -> None:
     random = bytes(range(100))
-    token = _encode("s", ring, mode, "alice", "book", 10, NOW, 1 << 16, lambda size: random[:size])
+    codec = rs.Codec(ring, mode=mode, ttl=10)
+    token = codec._encode_with("s", "alice", "book", NOW, lambda size: random[:size])
     nonce_size = {rs.Mode.SIGNED: 0, rs.Mode.ENCRYPTED: 12, rs.Mode.XCHACHA: 24}[mode]
     token_id = random[nonce_size : nonce_size + 16].hex()
     expected = ref.token(mode, SECRET, "s", NOW + 10, "alice", "book", random[:nonce_size], token_id)
@@ -140,16 +160,20 @@ def test_clock_defaults_to_now(ring: rs.KeyRing, mode: rs.Mode) -> None:
 # --- the token never chooses the mode --------------------------------------------
 
 
-@pytest.mark.parametrize("minted", list(rs.Mode), ids=str)
+# Every ordered pair of two different modes: (the mode minted in, the mode asked for).
+MODE_PAIRS: Final = [(minted, asked) for minted in rs.Mode for asked in rs.Mode if minted is not asked]
+MODE_PAIR_IDS: Final = [f"{minted}-as-{asked}" for minted, asked in MODE_PAIRS]
+
+
+@pytest.mark.parametrize(("minted", "asked"), MODE_PAIRS, ids=MODE_PAIR_IDS)
 def test_token_of_a_mode_not_asked_for_is_wrong_mode(
-    ring: rs.KeyRing, mode: rs.Mode, minted: rs.Mode
+    ring: rs.KeyRing, minted: rs.Mode, asked: rs.Mode
 ) -> None:
-    if minted is not mode:
-        assert reason(mint(ring, minted), ring, mode) is rs.Reason.WRONG_MODE
+    assert reason(mint(ring, minted), ring, asked) is rs.Reason.WRONG_MODE
 
 
 def test_tuple_of_modes_accepts_each(ring: rs.KeyRing) -> None:
-    every = (rs.Mode.SIGNED, "encrypted", "xchacha")
+    every: rs.Modes = (rs.Mode.SIGNED, "encrypted", "xchacha")
     for mode in rs.Mode:
         token = mint(ring, mode)
         assert rs.verify(token, ring, mode=every, subject="alice", tool="book", now=NOW) == "state"
@@ -161,7 +185,7 @@ def test_tuple_of_modes_refuses_the_others(ring: rs.KeyRing) -> None:
 
 
 def test_tuple_naming_a_mode_twice_accepts_it_and_refuses_the_others(ring: rs.KeyRing) -> None:
-    twice = ("encrypted", rs.Mode.ENCRYPTED)
+    twice: rs.Modes = ("encrypted", rs.Mode.ENCRYPTED)
     assert (
         rs.verify(mint(ring, rs.Mode.ENCRYPTED), ring, mode=twice, subject="alice", tool="book", now=NOW)
         == "state"
@@ -177,10 +201,14 @@ def test_a_dot_anywhere_but_after_a_version_is_malformed(ring: rs.KeyRing, token
 PREFIXES = {rs.Mode.SIGNED: "v1.", rs.Mode.ENCRYPTED: "v1e.", rs.Mode.XCHACHA: "v1x."}
 
 
+def test_the_prefix_table_is_the_wire_formats() -> None:
+    assert {mode: prefix for prefix, mode in MODE_BY_PREFIX.items()} == PREFIXES
+
+
 def test_no_prefix_starts_another() -> None:
     # verify routes a token to the first allowed mode whose prefix it starts with.
-    for prefix in PREFIXES.values():
-        assert [other for other in PREFIXES.values() if other.startswith(prefix)] == [prefix]
+    for prefix in MODE_BY_PREFIX:
+        assert [other for other in MODE_BY_PREFIX if other.startswith(prefix)] == [prefix]
 
 
 def test_the_default_clock_is_time_time_read_on_every_call(
@@ -192,11 +220,10 @@ def test_the_default_clock_is_time_time_read_on_every_call(
     assert rs.decode(rs.encode("state", ring, mode="signed", ttl=60), ring, mode="signed") == "state"
 
 
-@pytest.mark.parametrize("minted", list(rs.Mode), ids=str)
-def test_swapped_prefix_is_refused(ring: rs.KeyRing, mode: rs.Mode, minted: rs.Mode) -> None:
-    if minted is not mode:
-        token = PREFIXES[mode] + mint(ring, minted)[len(PREFIXES[minted]) :]
-        assert reason(token, ring, ALL_MODES) in {rs.Reason.MALFORMED, rs.Reason.BAD_SIGNATURE}  # type: ignore[arg-type]
+@pytest.mark.parametrize(("minted", "asked"), MODE_PAIRS, ids=MODE_PAIR_IDS)
+def test_swapped_prefix_is_refused(ring: rs.KeyRing, minted: rs.Mode, asked: rs.Mode) -> None:
+    token = PREFIXES[asked] + mint(ring, minted)[len(PREFIXES[minted]) :]
+    assert reason(token, ring, ALL_MODES) in {rs.Reason.MALFORMED, rs.Reason.BAD_SIGNATURE}  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("token", ["v1", "v1e", "v1ex", "v1x", "v1e-", ".v1.", "v1.e.", "v2.abc", "v1xe.abc"])
@@ -240,25 +267,43 @@ def test_tool_only_binding_differs_from_subject_only(ring: rs.KeyRing, mode: rs.
     assert reason(token, ring, mode, subject="book", tool=None) is EXPECTED_BINDING_REASON[mode]
 
 
-@pytest.mark.parametrize(
-    "identity",
-    [{"subject": "a\0"}, {"tool": "b\0"}, {"subject": "\ud800"}, {"tool": "\udfff"}],
-    ids=["NUL subject", "NUL tool", "surrogate subject", "surrogate tool"],
-)
+INVALID_IDENTITIES: Final = [
+    {"subject": "a\0"},
+    {"tool": "b\0"},
+    {"subject": "\ud800"},
+    {"tool": "\udfff"},
+    {"subject": ' {"s":"x"}', "tool": None},
+]
+INVALID_IDENTITY_IDS: Final = [
+    "NUL subject",
+    "NUL tool",
+    "surrogate subject",
+    "surrogate tool",
+    "payload subject",
+]
+
+
+@pytest.mark.parametrize("identity", INVALID_IDENTITIES, ids=INVALID_IDENTITY_IDS)
 def test_invalid_identity_raises_at_encode(ring: rs.KeyRing, mode: rs.Mode, identity: dict[str, str]) -> None:
-    with pytest.raises(ValueError, match=r"U\+0000|surrogate"):
+    with pytest.raises(ValueError, match=r"U\+0000|surrogate|start with"):
         mint(ring, mode, **identity)
 
 
 @pytest.mark.parametrize(
     "identity",
-    [{"subject": "a\0"}, {"tool": "b\0"}, {"subject": "\ud800"}, {"tool": "\udfff"}],
-    ids=["NUL subject", "NUL tool", "surrogate subject", "surrogate tool"],
+    [*INVALID_IDENTITIES, {"subject": None}, {"subject": 7}, {"tool": b"book"}, {"subject": ["alice"]}],
+    ids=[*INVALID_IDENTITY_IDS, "None subject", "int subject", "bytes tool", "unhashable subject"],
 )
 def test_invalid_identity_is_refused_at_verify(
-    ring: rs.KeyRing, mode: rs.Mode, identity: dict[str, str]
+    ring: rs.KeyRing, mode: rs.Mode, identity: dict[str, object]
 ) -> None:
+    # The docs call an invalid identity a refusal: of any type, never a raise.
     assert reason(mint(ring, mode), ring, mode, **identity) is rs.Reason.WRONG_BINDING
+
+
+def test_non_str_identity_raises_at_encode(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    with pytest.raises(TypeError, match="subject must be a str and tool a str or None"):
+        mint(ring, mode, subject=None)
 
 
 def test_bind_tag_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -272,7 +317,7 @@ def test_bind_tag_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pyt
 
     monkeypatch.setattr(hmac, "compare_digest", spy)
     rs.verify(token, ring, mode="encrypted", subject="alice", tool="book", now=NOW)
-    assert compared == [ring.bound_keys("alice", "book")[0][1]]
+    assert compared == [ring._bound_keys("alice", "book")[0][1]]
 
 
 # --- expiry ------------------------------------------------------------------------
@@ -334,8 +379,9 @@ def test_oversized_token_is_refused_before_any_decoding(
 def test_max_token_bytes_is_configurable(ring: rs.KeyRing, mode: rs.Mode) -> None:
     token = mint(ring, mode)
     assert reason(token, ring, mode, max_token_bytes=len(token) - 1) is rs.Reason.TOO_LARGE
-    assert rs.verify(
-        token, ring, mode=mode, subject="alice", tool="book", now=NOW, max_token_bytes=len(token)
+    assert (
+        rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, max_token_bytes=len(token))
+        == "state"
     )
 
 
@@ -346,7 +392,8 @@ def test_encode_refuses_a_state_whose_token_is_too_large(ring: rs.KeyRing, mode:
 
 def test_encode_honours_a_raised_limit(ring: rs.KeyRing, mode: rs.Mode) -> None:
     token = mint(ring, mode, "x" * (64 * 1024), max_token_bytes=1 << 20)
-    assert rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, max_token_bytes=1 << 20)
+    read = rs.verify(token, ring, mode=mode, subject="alice", tool="book", now=NOW, max_token_bytes=1 << 20)
+    assert read == "x" * (64 * 1024)
 
 
 # --- any token type ----------------------------------------------------------------
@@ -422,7 +469,7 @@ def test_unknown_mode_is_a_value_error(ring: rs.KeyRing, mode: object) -> None:
 
 def test_unknown_mode_at_encode_is_a_value_error(ring: rs.KeyRing) -> None:
     with pytest.raises(ValueError, match="mode"):
-        rs.encode("x", ring, mode="aes")
+        rs.encode("x", ring, mode="aes")  # type: ignore[arg-type]  # what the Literal type catches
 
 
 @pytest.mark.parametrize("keys", [None, "secret" * 10, [SECRET], bytearray(SECRET)])
@@ -439,7 +486,7 @@ def test_short_raw_secret_is_a_value_error() -> None:
 
 
 def test_state_msgspec_cannot_encode_is_a_type_error(ring: rs.KeyRing) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^Encoding objects of type object is unsupported$"):
         rs.encode(object(), ring, mode="signed")
 
 
@@ -492,9 +539,10 @@ def test_second_redemption_is_replayed(ring: rs.KeyRing, mode: rs.Mode) -> None:
 def test_distinct_tokens_of_the_same_state_are_each_redeemable(ring: rs.KeyRing, mode: rs.Mode) -> None:
     guard = rs.MemoryGuard()
     for _ in range(3):
-        assert rs.verify(
+        read = rs.verify(
             mint(ring, mode), ring, mode=mode, subject="alice", tool="book", now=NOW, guard=guard
         )
+        assert read == "state"
 
 
 @pytest.mark.parametrize(
@@ -522,7 +570,7 @@ def test_guard_that_cannot_answer_fails_closed(ring: rs.KeyRing) -> None:
 
 
 def test_token_without_an_id_cannot_be_guarded(ring: rs.KeyRing) -> None:
-    tag = ring.bound_keys("alice", "book")[0][1]
+    tag = ring._bound_keys("alice", "book")[0][1]
     token = ref.signed_token(SECRET, ref.payload("state", NOW, tag))  # as mcp.d writes it
     assert rs.verify(token, ring, mode="signed", subject="alice", tool="book", now=NOW) == "state"
     assert reason(token, ring, rs.Mode.SIGNED, guard=RecordingGuard()) is rs.Reason.MALFORMED
@@ -644,12 +692,14 @@ def test_budget_counts_only_the_minting_key() -> None:
     ring = rs.KeyRing(SECRET, OTHER_SECRET, aesgcm_limit=2)
     for _ in range(2):
         mint(ring, rs.Mode.ENCRYPTED)
-    rotated = rs.KeyRing(OTHER_SECRET, SECRET, aesgcm_limit=2)
-    mint(rotated, rs.Mode.ENCRYPTED)
+    # The count is the next seal's number: the minting key has sealed two, the other none.
+    assert [repr(key.aesgcm_count) for key in ring._subkeys] == ["count(3)", "count(1)"]
+    with pytest.raises(rs.KeyBudgetExhausted, match="has sealed its limit of 2"):
+        mint(ring, rs.Mode.ENCRYPTED)
 
 
 def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) -> None:
-    tag = ring.bound_keys("alice", "book")[0][1]
+    tag = ring._bound_keys("alice", "book")[0][1]
     token = ref.signed_token(SECRET, ref.payload("state", NOW, tag))  # as mcp.d writes it
     coroutine = rs.averify(
         token, ring, mode="signed", subject="alice", tool="book", now=NOW, guard=AsyncMemoryGuard()
@@ -659,49 +709,141 @@ def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) 
     assert caught.value.reason is rs.Reason.MALFORMED
 
 
-# --- options checked once, for setup code --------------------------------------------
+# --- the Codec: options checked once, at construction --------------------------------------
 
 
-def test_check_options_returns_the_ring_and_the_modes_in_order(ring: rs.KeyRing) -> None:
-    checked_ring, modes = check_options(
-        ring, mode=("encrypted", rs.Mode.SIGNED), ttl=60, leeway=0, max_token_bytes=100
+def test_codec_holds_the_ring_and_the_modes_in_order(ring: rs.KeyRing) -> None:
+    codec = rs.Codec(ring, mode=("encrypted", rs.Mode.SIGNED, "encrypted"), ttl=60, max_token_bytes=100)
+    assert (codec.keys, codec.modes, codec.ttl, codec.leeway, codec.max_token_bytes, codec.guard) == (
+        ring,
+        (rs.Mode.ENCRYPTED, rs.Mode.SIGNED),
+        60,
+        0,
+        100,
+        None,
     )
-    assert checked_ring is ring
-    assert modes == (rs.Mode.ENCRYPTED, rs.Mode.SIGNED)
 
 
-def test_check_options_derives_a_raw_secret_once() -> None:
-    first, _ = check_options(SECRET, mode="signed", ttl=60, leeway=0, max_token_bytes=100)
-    second, _ = check_options(SECRET, mode="signed", ttl=60, leeway=0, max_token_bytes=100)
-    assert first is second
+def test_codec_derives_a_raw_secret_once() -> None:
+    assert rs.Codec(SECRET, mode="signed").keys is rs.Codec(SECRET, mode="signed").keys
 
 
 @pytest.mark.parametrize(
-    ("options", "error"),
+    ("options", "error", "message"),
     [
-        ({"mode": "rot13"}, ValueError),
-        ({"mode": ()}, ValueError),
-        ({"ttl": 0}, ValueError),
-        ({"ttl": True}, TypeError),
-        ({"leeway": -1}, ValueError),
-        ({"max_token_bytes": 0}, ValueError),
+        (
+            {"mode": "rot13"},
+            ValueError,
+            "^mode must be a Mode or one of 'signed', 'encrypted', 'xchacha', got 'rot13'$",
+        ),
+        ({"mode": ()}, ValueError, "^mode must name at least one Mode$"),
+        ({"mode": ["signed"]}, ValueError, "^mode must be a Mode or one of"),
+        ({"ttl": 0}, ValueError, "^ttl must be an int from 1 to 2\\*\\*63-1, got 0$"),
+        ({"ttl": True}, TypeError, "^ttl must be an int, not bool$"),
+        ({"leeway": -1}, ValueError, "^leeway must be an int from 0 to 2\\*\\*63-1, got -1$"),
+        ({"max_token_bytes": 0}, ValueError, "^max_token_bytes must be an int from 1"),
+        (
+            {"guard": rs.MemoryGuard},
+            TypeError,
+            "^guard must be an instance, such as MemoryGuard\\(\\), not the class",
+        ),
+        (
+            {"guard": object()},
+            TypeError,
+            "^guard must have a claim\\(token_id, expires_at, now\\) method; a object",
+        ),
+        ({"clock": 5}, TypeError, "^clock must be a callable returning unix seconds, not int$"),
+    ],
+    ids=[
+        "mode",
+        "no-mode",
+        "mode-list",
+        "ttl",
+        "ttl-bool",
+        "leeway",
+        "size",
+        "guard-class",
+        "guard-object",
+        "clock",
     ],
 )
-def test_check_options_refuses_what_encode_or_verify_would(
-    ring: rs.KeyRing, options: dict[str, object], error: type[Exception]
+def test_codec_refuses_a_bad_option_at_construction(
+    ring: rs.KeyRing, options: dict[str, Any], error: type[Exception], message: str
 ) -> None:
-    arguments: dict[str, object] = {
-        "mode": "signed",
-        "ttl": 60,
-        "leeway": 0,
-        "max_token_bytes": 100,
-        **options,
-    }
-    with pytest.raises(error):
-        check_options(ring, **arguments)  # type: ignore[arg-type]
+    with pytest.raises(error, match=message):
+        rs.Codec(ring, **{"mode": "signed", **options})
 
 
-# --- added for mutation testing: boundaries, prefixes, async options, error messages ------------
+def test_codec_reads_its_clock_on_each_call(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    readings = iter([NOW, NOW + 301])
+    codec = rs.Codec(ring, mode=mode, clock=lambda: next(readings))
+    token = codec.encode("x")
+    assert rs.decode(token, ring, mode=mode, now=NOW + 300) == "x"
+    assert codec.decode(token) is None  # the second reading: one second past exp
+
+
+def test_codec_now_overrides_its_clock(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    codec = rs.Codec(ring, mode=mode, clock=lambda: 0.0)
+    assert codec.decode(codec.encode("x", now=NOW), now=NOW) == "x"
+
+
+def test_codec_and_functions_mint_alike(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    codec = rs.Codec(ring, mode=mode, ttl=60)
+    assert (
+        rs.verify(
+            codec.encode("x", subject="a", tool="t", now=NOW),
+            ring,
+            mode=mode,
+            subject="a",
+            tool="t",
+            now=NOW + 60,
+        )
+        == "x"
+    )
+    assert (
+        codec.verify(
+            rs.encode("y", ring, mode=mode, subject="a", tool="t", ttl=60, now=NOW),
+            subject="a",
+            tool="t",
+            now=NOW + 60,
+        )
+        == "y"
+    )
+
+
+def test_codec_with_an_async_guard_refuses_sync_calls_up_front(ring: rs.KeyRing) -> None:
+    codec = rs.Codec(ring, mode="signed", guard=AsyncMemoryGuard())
+    with pytest.raises(TypeError, match=r"^an async guard needs averify\(\) or adecode\(\)$"):
+        codec.decode("not even a token")
+
+
+def test_codec_repr_names_the_fingerprint_and_no_key_bytes(ring: rs.KeyRing) -> None:
+    codec = rs.Codec(ring, mode=("signed", "encrypted"), ttl=60, guard=rs.MemoryGuard())
+    assert repr(codec) == f"Codec(keys={ring!r}, mode=signed,encrypted, ttl=60, guard=MemoryGuard)"
+
+
+def test_functions_build_a_codec_per_option_set_once(ring: rs.KeyRing) -> None:
+    from requeststate._codec import _codec
+
+    assert _codec(ring, "signed", 60, 0, 100, None) is _codec(ring, "signed", 60, 0, 100, None)
+    assert _codec(ring, "signed", 60, 0, 100, None) is not _codec(ring, "signed", 61, 0, 100, None)
+
+
+def test_functions_take_an_unhashable_guard(ring: rs.KeyRing) -> None:
+    class ListGuard(list[str]):  # a list: unhashable
+        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+            if token_id in self:
+                return False
+            self.append(token_id)
+            return True
+
+    guard = ListGuard()
+    token = rs.encode("x", ring, mode="signed", now=NOW)
+    assert rs.decode(token, ring, mode="signed", now=NOW, guard=guard) == "x"
+    assert rs.decode(token, ring, mode="signed", now=NOW, guard=guard) is None
+
+
+# --- boundaries, prefixes, error messages, and averify's defaults --------------------------
 
 INT64_MAX = 2**63 - 1
 
@@ -740,7 +882,7 @@ def test_each_mode_name_works_with_a_ttl_used_nowhere_else(ring: rs.KeyRing) -> 
 
 def test_unknown_mode_error_lists_every_choice(ring: rs.KeyRing) -> None:
     with pytest.raises(ValueError, match=r"'signed', 'encrypted', 'xchacha', got 'rot13'$"):
-        rs.encode("x", ring, mode="rot13")
+        rs.encode("x", ring, mode="rot13")  # type: ignore[arg-type]  # what the Literal type catches
 
 
 def test_keys_type_error_names_the_type_given(ring: rs.KeyRing) -> None:
@@ -811,3 +953,111 @@ def test_averify_has_no_leeway_by_default(ring: rs.KeyRing, mode: rs.Mode) -> No
 def test_averify_binds_no_subject_by_default(ring: rs.KeyRing, mode: rs.Mode) -> None:
     token = rs.encode("state", ring, mode=mode, now=NOW)
     assert asyncio.run(rs.averify(token, ring, mode=mode, now=NOW)) == "state"
+
+
+# --- decode and adecode: the thin adapter, None for every refusal -----------------------------
+
+
+def test_valid_token_decodes_to_its_state(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice", now=NOW)
+    assert rs.decode(token, ring, mode=mode, subject="alice", now=NOW) == "state"
+
+
+def test_typed_decode(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode(Step(3), ring, mode=mode, now=NOW)
+    assert rs.decode(token, ring, mode=mode, now=NOW, type=Step) == Step(3)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"subject": "mallory"}, {"now": NOW + 301}, {"mode": "signed"}, {"type": Step}, {"max_token_bytes": 10}],
+    ids=["wrong subject", "expired", "wrong mode", "wrong type", "too large"],
+)
+def test_every_refusal_is_none(ring: rs.KeyRing, options: dict[str, object]) -> None:
+    token = rs.encode("not json", ring, mode="encrypted", subject="alice", now=NOW)
+    arguments: dict[str, object] = {"mode": "encrypted", "subject": "alice", "now": NOW, **options}
+    assert rs.decode(token, ring, **arguments) is None  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("token", [None, b"v1.", 0, -1, 3.14, [], {}, set(), object(), "", "v1.", "\ud800"])
+def test_any_input_type_is_none(ring: rs.KeyRing, mode: rs.Mode, token: object) -> None:
+    assert rs.decode(token, ring, mode=mode) is None
+
+
+def test_invalid_identity_is_none(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice")
+    assert rs.decode(token, ring, mode=mode, subject="ali\0ce") is None
+    assert rs.decode(token, ring, mode=mode, subject="\udc00") is None
+
+
+def test_configuration_errors_still_raise(ring: rs.KeyRing) -> None:
+    with pytest.raises(ValueError, match="mode"):
+        rs.decode("v1.x.y", ring, mode="nope")  # type: ignore[call-overload]  # what the Literal type catches
+    with pytest.raises(ValueError, match="leeway"):
+        rs.decode("v1.x.y", ring, mode="signed", leeway=-1)
+    with pytest.raises(TypeError, match="keys"):
+        rs.decode("v1.x.y", None, mode="signed")  # type: ignore[call-overload]
+
+
+def test_replayed_token_is_none(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = rs.MemoryGuard()
+    token = rs.encode("state", ring, mode=mode, now=NOW)
+    assert rs.decode(token, ring, mode=mode, now=NOW, guard=guard) == "state"
+    assert rs.decode(token, ring, mode=mode, now=NOW, guard=guard) is None
+
+
+def test_adecode_returns_the_state_then_none_on_replay(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    guard = rs.MemoryGuard()
+    token = rs.encode("state", ring, mode=mode, now=NOW)
+
+    async def twice() -> list[str | None]:
+        return [await rs.adecode(token, ring, mode=mode, now=NOW, guard=guard) for _ in range(2)]
+
+    assert asyncio.run(twice()) == ["state", None]
+
+
+def test_adecode_of_any_input_type_is_none(ring: rs.KeyRing) -> None:
+    async def attempts() -> list[object]:
+        return [await rs.adecode(token, ring, mode="signed") for token in (None, b"x", 5, "v1.x.y")]
+
+    assert asyncio.run(attempts()) == [None] * 4
+
+
+# --- decode and adecode pass every option through --------------------------------------------
+
+
+def test_decode_checks_the_tool(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice", tool="book", now=NOW)
+    assert rs.decode(token, ring, mode=mode, subject="alice", tool="book", now=NOW) == "state"
+    assert rs.decode(token, ring, mode=mode, subject="alice", tool="cancel", now=NOW) is None
+
+
+def test_adecode_checks_the_tool(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, subject="alice", tool="book", now=NOW)
+
+    async def attempts() -> list[str | None]:
+        return [
+            await rs.adecode(token, ring, mode=mode, subject="alice", tool=tool, now=NOW)
+            for tool in ("book", "cancel")
+        ]
+
+    assert asyncio.run(attempts()) == ["state", None]
+
+
+def test_adecode_checks_expiry_at_the_given_now(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW, ttl=10)
+
+    async def attempts() -> list[str | None]:
+        return [await rs.adecode(token, ring, mode=mode, now=now) for now in (NOW + 10, NOW + 11)]
+
+    assert asyncio.run(attempts()) == ["state", None]
+
+
+def test_adecode_has_no_leeway_by_default(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode("state", ring, mode=mode, now=NOW, ttl=10)
+    assert asyncio.run(rs.adecode(token, ring, mode=mode, now=NOW + 11)) is None
+
+
+def test_adecode_decodes_the_requested_type(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    token = rs.encode(Step(3), ring, mode=mode, now=NOW)
+    assert asyncio.run(rs.adecode(token, ring, mode=mode, now=NOW, type=Step)) == Step(3)

@@ -24,7 +24,7 @@ def nonce(aead: AeadMode) -> bytes:
 
 
 def sealed(aead: AeadMode, ring: rs.KeyRing) -> str:
-    return aead.seal(PAYLOAD, ring.subkeys[0], TAG, nonce(aead))
+    return aead.seal(PAYLOAD, ring._subkeys[0], TAG.encode(), nonce(aead))
 
 
 def blob(aead: AeadMode, token: str) -> bytes:
@@ -48,12 +48,14 @@ def test_open_returns_payload_and_the_tag_it_was_sealed_under(aead: AeadMode) ->
     ring = rs.KeyRing(OTHER_SECRET, SECRET)
     old_tag = "old" + TAG[3:]
     token = REFERENCE[aead](SECRET, PAYLOAD, old_tag, nonce(aead))
-    bound_keys = tuple(zip(ring.subkeys, (TAG, old_tag), strict=True))
+    bound_keys = tuple(
+        (key, tag, tag.encode()) for key, tag in zip(ring._subkeys, (TAG, old_tag), strict=True)
+    )
     assert aead.open(token, bound_keys) == (PAYLOAD, old_tag)
 
 
 def open_reason(aead: AeadMode, token: str, ring: rs.KeyRing, tag: str = TAG) -> object:
-    return aead.open(token, ((ring.subkeys[0], tag),))
+    return aead.open(token, ((ring._subkeys[0], tag, tag.encode()),))
 
 
 @pytest.mark.parametrize("part", ["first nonce byte", "last nonce byte", "ciphertext", "tag"])

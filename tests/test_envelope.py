@@ -8,10 +8,12 @@ import requeststate as rs
 from requeststate._envelope import (
     INT64_MAX,
     INT64_MIN,
+    MAX_JSON_DEPTH,
     Payload,
     _has_duplicate_member,
     build_payload,
     read_payload,
+    too_deep,
 )
 
 TAG = "0" * 63 + "1"
@@ -78,7 +80,39 @@ def test_parse_refuses_nesting_too_deep_to_follow() -> None:
     assert parse_payload(raw) is rs.Reason.MALFORMED
 
 
-@pytest.mark.parametrize("document", [b"[" * 5000 + b"]" * 5000, b"{", b"\xff"])
+def _with_member_nested(depth: int) -> bytes:
+    # The payload object is one level; its extra member adds depth - 1 more.
+    inner = b"[" * (depth - 1) + b"]" * (depth - 1)
+    return b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":' + inner + b"}"
+
+
+def test_parse_accepts_a_payload_nested_to_the_depth_limit() -> None:
+    assert isinstance(parse_payload(_with_member_nested(MAX_JSON_DEPTH)), Payload)
+
+
+def test_parse_refuses_a_payload_nested_one_past_the_depth_limit() -> None:
+    # Explicit, so every Python agrees: 3.13 follows nesting that 3.11 cannot.
+    assert parse_payload(_with_member_nested(MAX_JSON_DEPTH + 1)) is rs.Reason.MALFORMED
+
+
+@pytest.mark.parametrize(
+    ("text", "deep"),
+    [
+        ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, False),
+        ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), True),
+        ('{"a":' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1), True),
+        ('["' + "[" * 500 + '"]', False),
+        ('["\\"' + ",[]" * 500 + ',""[[[["]', False),
+        ("[]" * 500, False),
+        ("[" * 200 + "é" + "]" * 200, True),
+    ],
+    ids=["at-limit", "past-limit", "objects", "brackets-in-a-string", "escaped-quotes", "wide", "non-ascii"],
+)
+def test_too_deep_counts_nesting_outside_strings(text: str, deep: bool) -> None:
+    assert too_deep(text) is deep
+
+
+@pytest.mark.parametrize("document", [b"{", b"\xff"])
 def test_duplicate_scan_fails_closed_where_it_cannot_parse(document: bytes) -> None:
     assert _has_duplicate_member(document)
 
@@ -134,7 +168,7 @@ def test_claims_refuse_a_non_ascii_b_without_raising_anything_else() -> None:
     assert check_claims(Payload("x", 100, "é" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
 
 
-# --- added for mutation testing: the hex alphabet of b ---------------------------------------
+# --- the hex alphabet of b, and the messages of build errors ---------------------------------
 
 
 def test_claims_refuse_a_b_of_x_as_malformed() -> None:
@@ -144,3 +178,9 @@ def test_claims_refuse_a_b_of_x_as_malformed() -> None:
 def test_build_surrogate_error_states_the_rule() -> None:
     with pytest.raises(ValueError, match=r"^state must be valid Unicode \(no lone surrogates\)$"):
         build_payload("\ud800", 1, TAG)
+
+
+def test_parse_refuses_bytes_that_are_not_utf8_in_an_unknown_member() -> None:
+    # msgspec skips an unknown member without reading it as UTF-8; found by the fuzz corpus.
+    raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":"\xdb"}'
+    assert parse_payload(raw) is rs.Reason.MALFORMED

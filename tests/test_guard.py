@@ -12,6 +12,16 @@ ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
 OTHER_ID = "0123456789abcdef0123456789abcdef"
 
 
+class _SteadyClock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+
 def test_first_claim_wins() -> None:
     assert MemoryGuard().claim(ID, NOW + 300, NOW) is True
 
@@ -35,13 +45,17 @@ def test_id_stays_claimed_through_expires_at() -> None:
 
 
 def test_id_is_free_after_expires_at() -> None:
-    guard = MemoryGuard()
+    monotonic = _SteadyClock()
+    guard = MemoryGuard(monotonic=monotonic)
     guard.claim(ID, NOW + 300, NOW)
-    assert guard.claim(ID, NOW + 301, NOW + 301) is True
+    monotonic.seconds = 301.0
+    assert guard.claim(ID, NOW + 601, NOW + 301) is True
 
 
 def test_claim_after_expires_at_is_refused_as_a_caller_mistake() -> None:
-    with pytest.raises(ValueError, match="expires_at is before now"):
+    with pytest.raises(
+        ValueError, match=r"^expires_at is before now: an expired token has nothing to claim$"
+    ):
         MemoryGuard().claim(ID, NOW - 1, NOW)
 
 
@@ -68,17 +82,21 @@ def test_full_guard_keeps_its_live_ids() -> None:
 
 
 def test_purging_expired_ids_frees_capacity() -> None:
-    guard = MemoryGuard(capacity=2)
+    monotonic = _SteadyClock()
+    guard = MemoryGuard(capacity=2, monotonic=monotonic)
     guard.claim("a", NOW + 10, NOW)
     guard.claim("b", NOW + 300, NOW)
+    monotonic.seconds = 11.0
     assert guard.claim("c", NOW + 300, NOW + 11) is True
     assert len(guard) == 2
 
 
 def test_purge_removes_only_expired_ids() -> None:
-    guard = MemoryGuard()
+    monotonic = _SteadyClock()
+    guard = MemoryGuard(monotonic=monotonic)
     for offset in range(10):
         guard.claim(f"id-{offset}", NOW + offset, NOW)
+    monotonic.seconds = 5.0
     guard.claim("late", NOW + 300, NOW + 5)
     assert len(guard) == 6  # id-5 .. id-9 and late
     assert guard.claim("id-5", NOW + 300, NOW + 5) is False
@@ -136,16 +154,67 @@ def test_threads_racing_on_the_same_ids_claim_each_exactly_once() -> None:
     assert wins == Counter(ids)
 
 
-# --- added for mutation testing: errors state the rule and name what was given ---------------
-
-
-def test_claim_window_error_states_the_rule() -> None:
-    with pytest.raises(
-        ValueError, match=r"^expires_at is before now: an expired token has nothing to claim$"
-    ):
-        MemoryGuard().claim(ID, NOW - 1, NOW)
+# --- errors name what was given; the clock; a full guard ------------------------------------
 
 
 def test_capacity_type_error_names_the_type_given() -> None:
     with pytest.raises(TypeError, match=r"^capacity must be an int, not float$"):
         MemoryGuard(1.5)  # type: ignore[arg-type]
+
+
+def test_a_clock_stepping_forward_then_back_cannot_replay_a_live_id() -> None:
+    # The wall clock jumps an hour ahead for one claim, then is set back: the
+    # jump must not purge ids whose tokens are still valid by the real time.
+    monotonic = _SteadyClock()
+    guard = MemoryGuard(monotonic=monotonic)
+    guard.claim(ID, NOW + 300, NOW)
+    monotonic.seconds = 1.0
+    guard.claim(OTHER_ID, NOW + 3900, NOW + 3600)
+    monotonic.seconds = 2.0
+    assert guard.claim(ID, NOW + 300, NOW + 2) is False
+
+
+def test_ids_expire_as_both_clocks_advance() -> None:
+    monotonic = _SteadyClock()
+    guard = MemoryGuard(monotonic=monotonic)
+    guard.claim(ID, NOW + 300, NOW)
+    monotonic.seconds = 400.0
+    guard.claim(OTHER_ID, NOW + 700, NOW + 400)
+    assert len(guard) == 1
+
+
+def test_after_a_forward_step_the_purge_clock_catches_up_at_a_bounded_rate() -> None:
+    monotonic = _SteadyClock()
+    guard = MemoryGuard(monotonic=monotonic)
+    guard.claim(ID, NOW + 100, NOW)
+    # The wall clock has stepped 1000 s ahead: the purge clock follows real
+    # time plus 1 s per 64 s, not the step.
+    monotonic.seconds = 50.0
+    guard.claim(OTHER_ID, NOW + 2000, NOW + 1050)
+    assert len(guard) == 2  # purge clock at NOW + 50.78: ID (NOW + 100) is live
+    monotonic.seconds = 100.0
+    guard.claim("a" * 32, NOW + 2000, NOW + 1100)
+    assert len(guard) == 2  # purge clock at NOW + 101.56: ID is gone
+
+
+def test_a_full_guard_warns_once_until_it_has_room_again(caplog: pytest.LogCaptureFixture) -> None:
+    monotonic = _SteadyClock()
+    guard = MemoryGuard(capacity=1, monotonic=monotonic)
+    guard.claim(ID, NOW + 10, NOW)
+    for attempt in range(3):
+        with pytest.raises(GuardUnavailable, match="full"):
+            guard.claim(f"{attempt:032x}", NOW + 10, NOW)
+    assert [r.getMessage() for r in caplog.records].count(
+        "MemoryGuard is full (1 live ids): every redemption is refused until ids expire; "
+        "raise its capacity or rate-limit minting per user"
+    ) == 1
+    monotonic.seconds = 20.0
+    guard.claim(OTHER_ID, NOW + 40, NOW + 20)  # ID expired: room again
+    with pytest.raises(GuardUnavailable, match="full"):
+        guard.claim("b" * 32, NOW + 40, NOW + 20)
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 2
+
+
+def test_monotonic_must_be_callable() -> None:
+    with pytest.raises(TypeError, match="monotonic must be a callable"):
+        MemoryGuard(monotonic=1.0)  # type: ignore[arg-type]

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import base64
 import copy
+import gc
 import pickle
 import threading
+import tracemalloc
 
 import pytest
 from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
@@ -35,27 +37,28 @@ def test_bind_input_of_each_binding_shape(subject: str, tool: str | None, expect
 
 @pytest.mark.parametrize(("subject", "tool"), [("a\0b", None), ("a", "b\0c"), ("\0", "")])
 def test_bind_input_refuses_the_separator(subject: str, tool: str | None) -> None:
-    with pytest.raises(ValueError, match="U\\+0000"):
+    with pytest.raises(ValueError, match=r"^subject and tool must not contain U\+0000$"):
         bind_input(subject, tool)
 
 
 @pytest.mark.parametrize(("subject", "tool"), [("\ud800", None), ("a", "\udfff")])
 def test_bind_input_refuses_lone_surrogates(subject: str, tool: str | None) -> None:
-    with pytest.raises(ValueError, match="surrogate"):
+    with pytest.raises(ValueError, match=r"^subject and tool must be valid Unicode \(no lone surrogates\)$"):
         bind_input(subject, tool)
 
 
 @pytest.mark.parametrize(("subject", "tool"), [(None, None), (b"alice", None), ("alice", 5)])
 def test_bind_input_refuses_non_str(subject: object, tool: object) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
         bind_input(subject, tool)  # type: ignore[arg-type]
 
 
 def test_bound_keys_pair_each_key_with_its_spec_bind_tag_in_ring_order() -> None:
     ring = rs.KeyRing(SECRET, OTHER_SECRET)
-    assert ring.bound_keys("alice", "tool") == (
-        (ring.subkeys[0], ref.bind_tag(SECRET, "alice", "tool")),
-        (ring.subkeys[1], ref.bind_tag(OTHER_SECRET, "alice", "tool")),
+    new, old = ref.bind_tag(SECRET, "alice", "tool"), ref.bind_tag(OTHER_SECRET, "alice", "tool")
+    assert ring._bound_keys("alice", "tool") == (
+        (ring._subkeys[0], new, new.encode("ascii")),
+        (ring._subkeys[1], old, old.encode("ascii")),
     )
 
 
@@ -76,7 +79,7 @@ def test_str_secret_is_refused_with_a_hint() -> None:
 
 @pytest.mark.parametrize("secret", [None, 32, [0] * 32, memoryview(bytes(32))])
 def test_non_bytes_secret_is_refused(secret: object) -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^secret 0 must be bytes, not "):
         rs.KeyRing(secret)  # type: ignore[arg-type]
 
 
@@ -125,7 +128,7 @@ def test_fingerprint_is_short_and_stable() -> None:
 
 
 def test_subkeys_repr_shows_no_key_bytes(ring: rs.KeyRing) -> None:
-    key = ring.subkeys[0]
+    key = ring._subkeys[0]
     assert ref.mac_key(SECRET).hex() not in repr(key)
     assert repr(key) == f"SubKeys(fingerprint={ring.fingerprint!r})"
 
@@ -156,12 +159,12 @@ def test_a_ring_from_secrets_is_not_ephemeral(ring: rs.KeyRing) -> None:
 
 
 def test_bound_keys_are_the_same_from_many_threads(ring: rs.KeyRing) -> None:
-    expected = ring.bound_keys("alice", "tool")
+    expected = ring._bound_keys("alice", "tool")
     results: list[tuple[BoundKey, ...]] = []
 
     def work() -> None:
-        results.extend(ring.bound_keys(f"user{i % 50}", "tool") for i in range(500))
-        results.append(ring.bound_keys("alice", "tool"))
+        results.extend(ring._bound_keys(f"user{i % 50}", "tool") for i in range(500))
+        results.append(ring._bound_keys("alice", "tool"))
 
     threads = [threading.Thread(target=work) for _ in range(8)]
     for thread in threads:
@@ -185,14 +188,14 @@ def test_aesgcm_warn_share_out_of_range_is_refused(share: object) -> None:
 
 def test_subkeys_follow_our_xchacha_label() -> None:
     nonce = bytes(24)
-    sealed = rs.KeyRing(SECRET).subkeys[0].xchacha.encrypt(nonce, b"data", b"aad")
+    sealed = rs.KeyRing(SECRET)._subkeys[0].xchacha.encrypt(nonce, b"data", b"aad")
     assert (
         crypto_aead_xchacha20poly1305_ietf_decrypt(sealed, b"aad", nonce, ref.xchacha_key(SECRET)) == b"data"
     )
 
 
 def test_xchacha_cipher_repr_shows_no_key() -> None:
-    assert repr(rs.KeyRing(SECRET).subkeys[0].xchacha) == "XChaCha20Poly1305(<key>)"
+    assert repr(rs.KeyRing(SECRET)._subkeys[0].xchacha) == "XChaCha20Poly1305(<key>)"
 
 
 ENV_NAME = "REQUESTSTATE_KEYS"
@@ -243,23 +246,7 @@ def test_from_env_errors_name_the_variable_never_the_value(value: str, message: 
     assert b64(SECRET) not in str(caught.value)
 
 
-# --- added for mutation testing: options reach the ring, and errors state the requirement -------
-
-
-@pytest.mark.parametrize("subject", [None, b"alice", 5])
-def test_bind_input_names_the_requirement_for_a_non_str_subject(subject: object) -> None:
-    with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
-        bind_input(subject, "book")  # type: ignore[arg-type]
-
-
-def test_bind_input_separator_error_states_the_rule() -> None:
-    with pytest.raises(ValueError, match=r"^subject and tool must not contain U\+0000$"):
-        bind_input("a\0b", None)
-
-
-def test_bind_input_surrogate_error_states_the_rule() -> None:
-    with pytest.raises(ValueError, match=r"^subject and tool must be valid Unicode \(no lone surrogates\)$"):
-        bind_input("\ud800", None)
+# --- options reach the ring, and errors state the requirement ----------------------------------
 
 
 def test_warn_share_of_one_is_accepted_and_warns_at_the_limit(caplog: pytest.LogCaptureFixture) -> None:
@@ -365,3 +352,58 @@ def test_from_env_passes_the_warn_share_on(caplog: pytest.LogCaptureFixture) -> 
 def test_from_env_unset_error_says_how_to_make_a_secret() -> None:
     with pytest.raises(ValueError, match=r"\(generate one with: requeststate keygen\)$"):
         rs.KeyRing.from_env("MY_KEYS", environ={})
+
+
+@pytest.mark.parametrize("subject", ["{", '{"s":"x"}', ' {"s"', "\t\r\n{", "\n\n {}"])
+def test_bind_input_refuses_a_subject_alone_that_reads_as_a_payload(subject: str) -> None:
+    with pytest.raises(ValueError, match="must not start with '\\{'"):
+        bind_input(subject, None)
+
+
+@pytest.mark.parametrize(
+    ("subject", "tool"),
+    [("{", ""), ('{"s":"x"}', "book"), ("\f{", None), ("\u00a0{", None), ("x{", None), ("}", None)],
+)
+def test_bind_input_allows_a_brace_that_no_payload_can_start_with(subject: str, tool: str | None) -> None:
+    # With a tool the input holds U+0000, which no payload does; and JSON
+    # whitespace is only space, tab, CR and LF.
+    assert bind_input(subject, tool).startswith(subject.encode())
+
+
+def test_bound_keys_of_a_short_identity_are_cached(ring: rs.KeyRing) -> None:
+    assert ring._bound_keys("alice", "book") is ring._bound_keys("alice", "book")
+
+
+def test_bound_keys_of_a_long_identity_are_not_kept(ring: rs.KeyRing) -> None:
+    tool = "t" * 600
+    assert ring._bound_keys("alice", tool) is not ring._bound_keys("alice", tool)
+
+
+def test_hostile_identities_cannot_pin_memory() -> None:
+    # 100 requests, each naming a distinct 1 MiB tool and a token refused at
+    # once, used to keep every name alive in the bind-tag cache (100 MiB).
+    ring = rs.KeyRing(SECRET)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for index in range(100):
+            tool = f"{index}:" + "n" * (1 << 20)
+            assert rs.decode("v1e.AAAA", ring, mode="encrypted", subject="u", tool=tool) is None
+        del tool
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 1 << 20
+
+
+def test_subkeys_cannot_be_pickled(ring: rs.KeyRing) -> None:
+    with pytest.raises(TypeError, match="SubKeys cannot be pickled"):
+        pickle.dumps(ring._subkeys[0])
+
+
+def test_the_xchacha_cipher_cannot_be_pickled(ring: rs.KeyRing) -> None:
+    # Its state is the raw 32-byte key: a pickle would write it out.
+    with pytest.raises(TypeError, match="XChaCha20Poly1305 cannot be pickled"):
+        pickle.dumps(ring._subkeys[0].xchacha)

@@ -82,7 +82,7 @@ everywhere = pytest.mark.parametrize(
 
 
 @everywhere
-async def test_full_multi_round_flow_completes(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_full_multi_round_flow_completes(tier: Tier, shape: Shape, mode: rs.ModeName) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> str:
@@ -94,7 +94,7 @@ async def test_full_multi_round_flow_completes(tier: Tier, shape: Shape, mode: s
 
 
 @everywhere
-async def test_handler_reads_plaintext_state_it_minted(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_handler_reads_plaintext_state_it_minted(tier: Tier, shape: Shape, mode: rs.ModeName) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -110,7 +110,7 @@ async def test_handler_reads_plaintext_state_it_minted(tier: Tier, shape: Shape,
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_prompt_flow_completes(mode: str) -> None:
+async def test_prompt_flow_completes(mode: rs.ModeName) -> None:
     built = build("mcpserver", "boundary", KEYS, mode)
 
     async def run() -> str:
@@ -139,7 +139,9 @@ async def test_resource_flow_completes(shape: Shape) -> None:
 
 
 @everywhere
-async def test_tampered_echo_is_refused_before_the_handler(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_tampered_echo_is_refused_before_the_handler(
+    tier: Tier, shape: Shape, mode: rs.ModeName
+) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -154,7 +156,7 @@ async def test_tampered_echo_is_refused_before_the_handler(tier: Tier, shape: Sh
 
 
 @everywhere
-async def test_echo_from_another_user_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_echo_from_another_user_is_refused(tier: Tier, shape: Shape, mode: rs.ModeName) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -211,7 +213,9 @@ async def test_subject_claimed_in_meta_is_ignored(shape: Shape) -> None:
 
 
 @everywhere
-async def test_echo_replayed_into_another_tool_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_echo_replayed_into_another_tool_is_refused(
+    tier: Tier, shape: Shape, mode: rs.ModeName
+) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -259,7 +263,7 @@ async def test_resource_token_is_refused_at_another_uri(shape: Shape) -> None:
     assert built.seen == [None]
 
 
-def _expired_copy(token: str, shape: Shape, mode: str, user: str | None = None) -> str:
+def _expired_copy(token: str, shape: Shape, mode: rs.ModeName, user: str | None = None) -> str:
     """The same state re-minted under the same key and binding, expired 100 seconds ago."""
     wizard = spec.boundary_tool("tools/call", "wizard", {"topic": "x"}, "tests", user is not None)
     tool = wizard if shape == "boundary" else spec.SDK_CODEC_TOOL
@@ -270,7 +274,7 @@ def _expired_copy(token: str, shape: Shape, mode: str, user: str | None = None) 
 
 
 @everywhere
-async def test_expired_echo_is_refused(tier: Tier, shape: Shape, mode: str) -> None:
+async def test_expired_echo_is_refused(tier: Tier, shape: Shape, mode: rs.ModeName) -> None:
     built = build(tier, shape, KEYS, mode)
 
     async def run() -> None:
@@ -285,7 +289,7 @@ async def test_expired_echo_is_refused(tier: Tier, shape: Shape, mode: str) -> N
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_token_past_its_ttl_is_refused_by_an_injected_clock(mode: str) -> None:
+async def test_token_past_its_ttl_is_refused_by_an_injected_clock(mode: rs.ModeName) -> None:
     clock = [float(time.time())]
     server: MCPServer[Any] = MCPServer("clocked")
     seen: list[str | None] = []
@@ -360,7 +364,7 @@ async def test_signed_state_is_readable_on_the_wire(shape: Shape) -> None:
 
 
 @pytest.mark.parametrize(("shape", "mode"), [(s, m) for s in SHAPES for m in MODES])
-async def test_refusal_on_the_wire_carries_no_reason(shape: Shape, mode: str) -> None:
+async def test_refusal_on_the_wire_carries_no_reason(shape: Shape, mode: rs.ModeName) -> None:
     built = build("mcpserver", shape, KEYS, mode)
     tap = WireTap(InMemoryTransport(built.server))
 
@@ -603,7 +607,7 @@ def test_shared_keys_do_not_warn(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_codec_round_trips_the_sdk_envelope(mode: str) -> None:
+def test_codec_round_trips_the_sdk_envelope(mode: rs.ModeName) -> None:
     codec = SDKCodec(KEYS, mode=mode)
     assert codec.unseal(codec.seal(b'{"v":1,"s":"x"}')) == b'{"v":1,"s":"x"}'
 
@@ -623,7 +627,7 @@ def test_codec_refuses_a_token_of_another_key() -> None:
 
 
 @pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
-def test_codec_round_trips_bytes_that_are_not_utf8(mode: str) -> None:
+def test_codec_round_trips_bytes_that_are_not_utf8(mode: rs.ModeName) -> None:
     codec = SDKCodec(KEYS, mode=mode)
     payload = bytes(range(256))
     assert codec.unseal(codec.seal(payload)) == payload
@@ -797,7 +801,7 @@ async def test_ephemeral_keys_warn_on_the_first_http_request(caplog: pytest.LogC
 
 
 def stdio_params(
-    mode: str, *, secret: bytes = SECRET, shape: Shape = "boundary", tier: Tier = "mcpserver"
+    mode: rs.ModeName, *, secret: bytes = SECRET, shape: Shape = "boundary", tier: Tier = "mcpserver"
 ) -> Any:
     env = {
         "REQUESTSTATE_KEYS": b64_secret(secret),
@@ -812,7 +816,7 @@ def stdio_params(
 
 
 @pytest.mark.parametrize(("tier", "mode"), [("mcpserver", "signed"), ("lowlevel", "encrypted")])
-async def test_stdio_full_flow_completes(tier: Tier, mode: str) -> None:
+async def test_stdio_full_flow_completes(tier: Tier, mode: rs.ModeName) -> None:
     async def run() -> str:
         async with Client(stdio_params(mode, tier=tier), elicitation_callback=answer) as client:
             return text_of(await client.call_tool("wizard", {"topic": "x"}))
@@ -864,7 +868,7 @@ async def test_stdio_tampered_echo_is_refused() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(mode: str) -> None:
+async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(mode: rs.ModeName) -> None:
     # What another instance (or an mcp.d server with the same secret) would hand out for round 1.
     state = f'{{"step":1,"marker":"{MARKER}","answers":[]}}'
     wizard = spec.boundary_tool("tools/call", "wizard", {"topic": "x"}, "tests", False)

@@ -54,7 +54,7 @@ CARRIED = spec.b64(STATE.encode())
 @pytest.mark.parametrize("difference", DIFFERENCES)
 @pytest.mark.parametrize(("shape", "mode"), [(s, m) for s in SHAPES for m in MODES])
 async def test_misbound_echo_is_refused_and_the_legitimate_retry_then_completes(
-    shape: Shape, mode: str, difference: str
+    shape: Shape, mode: rs.ModeName, difference: str
 ) -> None:
     # A guard (ours only: the SDK's seam refuses one) shared by both servers, as a RedisGuard would be:
     # the legitimate retry completing proves the misbound echo consumed nothing.
@@ -159,7 +159,7 @@ async def test_boundary_binds_the_documented_identity() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_mcpd_binding_seals_under_the_bare_sub_and_the_tool_name(mode: str) -> None:
+async def test_mcpd_binding_seals_under_the_bare_sub_and_the_tool_name(mode: rs.ModeName) -> None:
     built = build("mcpserver", "boundary", KEYS, mode, bind="mcpd")
     built.auth.subject = "alice"
 
@@ -171,7 +171,7 @@ async def test_mcpd_binding_seals_under_the_bare_sub_and_the_tool_name(mode: str
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_mcpd_binding_accepts_a_token_minted_as_mcpd_mints_it(mode: str) -> None:
+async def test_mcpd_binding_accepts_a_token_minted_as_mcpd_mints_it(mode: rs.ModeName) -> None:
     built = build("lowlevel", "boundary", KEYS, mode, bind="mcpd")
     built.auth.subject = "alice"
     token = spec.mint(SECRET, STATE, NOW_PLUS, "alice", "wizard", mode)
@@ -241,7 +241,7 @@ REQUEST = {"name": "wizard", "arguments": {"topic": "x"}}
 
 
 def _boundary_use(
-    mode: str, **options: Any
+    mode: rs.ModeName, **options: Any
 ) -> tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]:
     boundary = Boundary(KEYS, mode=mode, on_invalid="reelicit", subject=lambda ctx: "alice", **options)
 
@@ -267,7 +267,7 @@ def _boundary_use(
 
 
 def _bare_use(
-    mode: str, **identity: Any
+    mode: rs.ModeName, **identity: Any
 ) -> tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]:
     async def mint() -> str:
         return rs.encode(CARRIED, KEYS, mode=mode, **identity)
@@ -279,7 +279,7 @@ def _bare_use(
     return mint, accepts
 
 
-def _codec_use(mode: str) -> tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]:
+def _codec_use(mode: rs.ModeName) -> tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]:
     codec = SDKCodec(KEYS, mode=mode)
 
     async def mint() -> str:
@@ -294,7 +294,9 @@ def _codec_use(mode: str) -> tuple[Callable[[], Awaitable[str]], Callable[[str],
     return mint, accepts
 
 
-USES: dict[str, Callable[[str], tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]]] = {
+USES: dict[
+    str, Callable[[rs.ModeName], tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]]
+] = {
     "bare": lambda mode: _bare_use(mode),
     "bare-subject": lambda mode: _bare_use(mode, subject="alice"),
     "bare-tool": lambda mode: _bare_use(mode, subject="alice", tool="wizard"),
@@ -311,14 +313,16 @@ PAIRS = [(a, b) for a in USES for b in USES if a != b and frozenset({a, b}) not 
 
 @pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
 @pytest.mark.parametrize(("minter", "verifier"), PAIRS)
-async def test_a_token_of_one_use_is_refused_by_every_other(minter: str, verifier: str, mode: str) -> None:
+async def test_a_token_of_one_use_is_refused_by_every_other(
+    minter: str, verifier: str, mode: rs.ModeName
+) -> None:
     token = await USES[minter](mode)[0]()
     assert await USES[verifier](mode)[1](token) is False
 
 
 @pytest.mark.parametrize("mode", ["signed", "encrypted"])
 @pytest.mark.parametrize("use", list(USES))
-async def test_each_use_accepts_its_own_token(use: str, mode: str) -> None:
+async def test_each_use_accepts_its_own_token(use: str, mode: rs.ModeName) -> None:
     # The control for the test above: each verifier does accept what it should.
     mint, accepts = USES[use](mode)
     assert await accepts(await mint()) is True
@@ -326,7 +330,9 @@ async def test_each_use_accepts_its_own_token(use: str, mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
 @pytest.mark.parametrize("wrapped", [False, True], ids=["envelope", "base64-envelope"])
-async def test_a_forged_sdk_envelope_from_the_bare_functions_is_refused(mode: str, wrapped: bool) -> None:
+async def test_a_forged_sdk_envelope_from_the_bare_functions_is_refused(
+    mode: rs.ModeName, wrapped: bool
+) -> None:
     # Every claim of the SDK's envelope is computable without the key. An attacker who controls a
     # state that one use of the key mints unbound (rs.encode(state, keys)) shapes it as the envelope.
     built = build("mcpserver", "codec", KEYS, mode)

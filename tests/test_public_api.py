@@ -10,14 +10,19 @@ def test_all_names_the_public_surface() -> None:
     assert set(rs.__all__) == {
         "DEFAULT_MAX_TOKEN_BYTES",
         "DEFAULT_TTL",
+        "MAX_JSON_DEPTH",
         "AsyncGuard",
+        "Codec",
         "Guard",
         "GuardUnavailable",
         "InvalidToken",
         "KeyBudgetExhausted",
         "KeyRing",
+        "Keys",
         "MemoryGuard",
         "Mode",
+        "ModeName",
+        "Modes",
         "Reason",
         "adecode",
         "averify",
@@ -43,8 +48,18 @@ def test_mode_is_required_on_both_sides() -> None:
         assert inspect.signature(function).parameters["mode"].default is inspect.Parameter.empty
 
 
-def test_public_callables_have_docstrings() -> None:
-    for name in rs.__all__:
-        value = getattr(rs, name)
-        if callable(value):
-            assert inspect.getdoc(value), name
+def test_codec_methods_take_the_token_positionally_and_the_rest_by_keyword() -> None:
+    for method in (rs.Codec.encode, rs.Codec.decode, rs.Codec.verify, rs.Codec.adecode, rs.Codec.averify):
+        kinds = [p.kind for p in inspect.signature(method).parameters.values()]
+        assert kinds[:2] == [inspect.Parameter.POSITIONAL_ONLY] * 2  # self, then the token or state
+        assert set(kinds[2:]) == {inspect.Parameter.KEYWORD_ONLY}
+
+
+def test_public_functions_and_classes_have_docstrings() -> None:
+    public = [getattr(rs, name) for name in rs.__all__]
+    documented = [v for v in public if inspect.isfunction(v) or inspect.isclass(v)]
+    documented += [
+        m for m in vars(rs.Codec).values() if inspect.isfunction(m) and not m.__name__.startswith("_")
+    ]
+    assert len(documented) >= 20
+    assert [v.__qualname__ for v in documented if not inspect.getdoc(v)] == []

@@ -1,36 +1,43 @@
 from __future__ import annotations
 
+import contextlib
 import hmac
+import json
 
 import pytest
 
 import requeststate as rs
+from benchmarks.timing import measure_interleaved
 from requeststate._base64 import b64decode, b64encode
 from requeststate._signed import SIGNED
 from tests import reference as ref
-from tests.conftest import OTHER_SECRET, SECRET
+from tests.conftest import NOW, OTHER_SECRET, SECRET
 
 PAYLOAD = b'{"s":"x","exp":1,"b":"' + b"0" * 64 + b'"}'
 
 
 def test_seal_is_prefix_payload_and_mac(ring: rs.KeyRing) -> None:
-    token = SIGNED.seal(PAYLOAD, ring.subkeys[0], "", b"")
+    token = SIGNED.seal(PAYLOAD, ring._subkeys[0], b"", b"")
     assert token == ref.signed_token(SECRET, PAYLOAD)
 
 
 def test_seal_is_deterministic(ring: rs.KeyRing) -> None:
-    assert SIGNED.seal(PAYLOAD, ring.subkeys[0], "", b"") == SIGNED.seal(PAYLOAD, ring.subkeys[0], "", b"")
+    assert SIGNED.seal(PAYLOAD, ring._subkeys[0], b"", b"") == SIGNED.seal(
+        PAYLOAD, ring._subkeys[0], b"", b""
+    )
 
 
 def test_open_returns_payload_and_the_signing_keys_tag() -> None:
     ring = rs.KeyRing(OTHER_SECRET, SECRET)
     token = ref.signed_token(SECRET, PAYLOAD)
-    bound_keys = tuple(zip(ring.subkeys, ("tag-new", "tag-old"), strict=True))
+    bound_keys = tuple(
+        (key, tag, b"") for key, tag in zip(ring._subkeys, ("tag-new", "tag-old"), strict=True)
+    )
     assert SIGNED.open(token, bound_keys) == (PAYLOAD, "tag-old")
 
 
 def open_reason(token: str, ring: rs.KeyRing) -> object:
-    return SIGNED.open(token, ring.bound_keys("", None))
+    return SIGNED.open(token, ring._bound_keys("", None))
 
 
 def test_payload_tampered_is_a_bad_signature(ring: rs.KeyRing) -> None:
@@ -65,5 +72,63 @@ def test_mac_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pytest.M
         return real(a, b)
 
     monkeypatch.setattr(hmac, "compare_digest", spy)
-    SIGNED.open(ref.signed_token(SECRET, PAYLOAD), ((ring.subkeys[0], "t"),))
+    SIGNED.open(ref.signed_token(SECRET, PAYLOAD), ((ring._subkeys[0], "t", b""),))
     assert len(calls) == 1
+
+
+def _payload_text(state: str, exp: int, bind_tag: str) -> str:
+    return json.dumps({"s": state, "exp": exp, "b": bind_tag}, separators=(",", ":"))
+
+
+def test_a_payload_shaped_subject_cannot_forge_a_signed_token(ring: rs.KeyRing) -> None:
+    # The attack, end to end: read the victim's bind tag from any of their signed
+    # tokens, register a username that is a payload carrying it, have the server
+    # mint a signed token for that username with no tool, and present the
+    # username as the payload and its bind tag (HMAC under mac_key) as the MAC.
+    victim = rs.encode("{}", ring, mode="signed", subject="alice", now=NOW)
+    victim_tag = json.loads(b64decode(victim.split(".")[1]) or b"")["b"]
+    username = _payload_text('{"paid":true}', 2**63 - 1, victim_tag)
+    forged = None
+    with contextlib.suppress(ValueError):
+        minted = rs.encode("x", ring, mode="signed", subject=username, now=NOW)
+        attacker_tag = json.loads(b64decode(minted.split(".")[1]) or b"")["b"]
+        forged = "v1." + b64encode(username.encode(), bytes.fromhex(attacker_tag))
+    accepted = None if forged is None else rs.decode(forged, ring, mode="signed", subject="alice")
+    assert forged is None, f"minted for a payload-shaped subject; alice's decode gives {accepted!r}"
+
+
+def test_the_mac_of_a_payload_is_the_bind_tag_of_that_text(ring: rs.KeyRing) -> None:
+    # Why the rule exists: were the tag of a payload-shaped subject ever minted
+    # (by a writer without the rule), it would verify as that payload's MAC.
+    payload = _payload_text('{"paid":true}', 2**63 - 1, ref.bind_tag(SECRET, "alice", None)).encode()
+    forged = "v1." + b64encode(payload, hmac.digest(ref.mac_key(SECRET), payload, "sha256"))
+    assert rs.verify(forged, ring, mode="signed", subject="alice") == '{"paid":true}'
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        ("v1." + "." * (rs.DEFAULT_MAX_TOKEN_BYTES - 3)),
+        ("v1." + "A" * (rs.DEFAULT_MAX_TOKEN_BYTES - 6) + ".AA"),
+        ("v1." + "A" * (rs.DEFAULT_MAX_TOKEN_BYTES - 50) + "." + "A" * 43 + "."),
+        ("v1." + "!" * (rs.DEFAULT_MAX_TOKEN_BYTES - 3)),
+    ],
+    ids=["dots", "short-mac", "four-parts", "not-base64"],
+)
+def test_refusing_a_hostile_token_costs_no_more_than_a_valid_one_of_its_length(
+    ring: rs.KeyRing, shape: str
+) -> None:
+    # "v1." + 65,533 dots once cost six valid decodes: the whole token was split.
+    state = "x" * (rs.DEFAULT_MAX_TOKEN_BYTES * 3 // 4 - 400)
+    valid = rs.encode(state, ring, mode="signed", now=NOW)
+    assert len(valid) > rs.DEFAULT_MAX_TOKEN_BYTES - 1000
+    assert rs.decode(shape, ring, mode="signed", now=NOW) is None
+    stats = measure_interleaved(
+        {
+            "valid": lambda: rs.decode(valid, ring, mode="signed", now=NOW),
+            "hostile": lambda: rs.decode(shape, ring, mode="signed", now=NOW),
+        },
+        rounds=15,
+        sample_seconds=0.005,
+    )
+    assert stats["hostile"].best_us / stats["valid"].best_us <= 1.5

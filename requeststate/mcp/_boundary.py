@@ -17,11 +17,9 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.methods import INPUT_REQUIRED_METHODS, is_input_required
 
 import requeststate as rs
-from requeststate._codec import Modes
 
 from ._binding import BINDINGS, Binding, access_token_subject, boundary_tool, mcpd_tool
 from ._install import check_option_names, install, warn_if_ephemeral
-from ._shim import Codec
 
 logger = logging.getLogger("requeststate.mcp")
 
@@ -44,7 +42,7 @@ class Options(TypedDict, total=False):
     Every option is checked when the boundary is built; none is read per request.
     """
 
-    mode: Modes
+    mode: rs.Modes
     """``"encrypted"`` (default), ``"signed"``, ``"xchacha"``, or a tuple while migrating (first mints)."""
     ttl: int
     """Seconds a token lives (default 300)."""
@@ -132,7 +130,7 @@ class Boundary:
         TypeError, ValueError: a bad option (all are checked here).
     """
 
-    def __init__(self, keys: rs.KeyRing | bytes, /, **options: Unpack[Options]) -> None:
+    def __init__(self, keys: rs.Keys, /, **options: Unpack[Options]) -> None:
         check_option_names(options, _OPTION_NAMES, "Boundary")
         on_invalid = options.get("on_invalid", "error")
         if on_invalid not in _ON_INVALID:
@@ -151,7 +149,7 @@ class Boundary:
             raise TypeError("Boundary needs audience=: the server's name (protect() passes it), or None")
         if audience is not None and not isinstance(audience, str):
             raise TypeError(f"audience must be a str or None, not {type(audience).__name__}")
-        self._codec = Codec(
+        self._codec = rs.Codec(
             keys,
             mode=options.get("mode", rs.Mode.ENCRYPTED),
             ttl=options.get("ttl", rs.DEFAULT_TTL),
@@ -288,9 +286,7 @@ class Boundary:
         return result.model_copy(update={"request_state": token})
 
 
-def protect(
-    server: MCPServer[Any] | Server[Any], keys: rs.KeyRing | bytes, /, **options: Unpack[Options]
-) -> Boundary:
+def protect(server: MCPServer[Any] | Server[Any], keys: rs.Keys, /, **options: Unpack[Options]) -> Boundary:
     """Protect every ``requestState`` of ``server`` with a requeststate ``Boundary``; return it.
 
     Works on an ``MCPServer`` (the SDK's ``RequestStateBoundary`` is replaced

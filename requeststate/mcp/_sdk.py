@@ -15,18 +15,16 @@ from mcp.server.request_state import (
 
 import requeststate as rs
 from requeststate._base64 import b64decode, b64encode
-from requeststate._codec import Modes
 
 from ._binding import SDK_CODEC_TOOL
 from ._boundary import Boundary, SubjectSource
 from ._install import chain, check_option_names, install, warn_if_ephemeral
-from ._shim import Codec
 
 
 class CodecOptions(TypedDict, total=False):
     """The options of ``SDKCodec``, ``sdk_security`` and ``use_codec``: one declaration for the three."""
 
-    mode: Modes
+    mode: rs.Modes
     """``"encrypted"`` (default), ``"signed"`` (the whole envelope readable), ``"xchacha"``, or a tuple."""
     ttl: int
     """Seconds a token lives (default 300); also the SDK envelope's lifetime."""
@@ -68,11 +66,11 @@ class SDKCodec:
         TypeError, ValueError: a bad option, or a ``guard`` (see ``CodecOptions.guard``).
     """
 
-    def __init__(self, keys: rs.KeyRing | bytes, /, **options: Unpack[CodecOptions]) -> None:
+    def __init__(self, keys: rs.Keys, /, **options: Unpack[CodecOptions]) -> None:
         check_option_names(options, _OPTION_NAMES, "SDKCodec")
         if options.get("guard") is not None:
             raise ValueError(_GUARD_REFUSED)
-        self._codec = Codec(
+        self._codec = rs.Codec(
             keys,
             mode=options.get("mode", rs.Mode.ENCRYPTED),
             ttl=options.get("ttl", rs.DEFAULT_TTL),
@@ -121,7 +119,7 @@ class SDKCodec:
 
 
 def sdk_security(
-    keys: rs.KeyRing | bytes,
+    keys: rs.Keys,
     /,
     *,
     audience: str | None = None,
@@ -142,7 +140,7 @@ def sdk_security(
 
 def use_codec(
     server: MCPServer[Any] | Server[Any],
-    keys: rs.KeyRing | bytes,
+    keys: rs.Keys,
     /,
     *,
     audience: str | None = None,

@@ -32,7 +32,7 @@ class SwappedCodec(SDKCodec):
         secrets = [key.encode() if isinstance(key, str) else bytes(key) for key in keys]
         super().__init__(
             rs.KeyRing(*secrets),
-            mode=os.environ.get("RS_SDK_CODEC_MODE", "encrypted"),
+            mode=rs.Mode(os.environ.get("RS_SDK_CODEC_MODE", "encrypted")),
             max_token_bytes=MAX_TOKEN_BYTES,
         )
 

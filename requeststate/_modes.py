@@ -1,0 +1,97 @@
+"""The mode registry: each mode's name, its wire format, and its prefix, in one table."""
+
+from __future__ import annotations
+
+import enum
+from typing import Final, Literal, Protocol, TypeAlias
+
+from ._encrypted import ENCRYPTED, XCHACHA
+from ._errors import Reason
+from ._keys import BoundKey, SubKeys
+from ._signed import SIGNED
+
+__all__ = [
+    "MODE_BY_PREFIX",
+    "Mode",
+    "ModeName",
+    "ModeSpec",
+    "Modes",
+    "WireMode",
+    "mode_of",
+    "unexpected_prefix",
+    "wire_modes",
+]
+
+
+class Mode(enum.StrEnum):
+    """A wire format. Chosen by the server on both sides, never by the token."""
+
+    SIGNED = "signed"
+    """``v1.``: HMAC-SHA256. The client can read the state but not change it."""
+    ENCRYPTED = "encrypted"
+    """``v1e.``: AES-256-GCM. The client can neither read nor change the state."""
+    XCHACHA = "xchacha"
+    """``v1x.``: XChaCha20-Poly1305, as ``ENCRYPTED`` without the 2^32 tokens per key
+    limit of random 96-bit nonces. Our extension: mcp.d does not read it."""
+
+
+ModeName: TypeAlias = Literal["signed", "encrypted", "xchacha"]
+"""A mode by its name, so a typo fails the type checker."""
+ModeSpec: TypeAlias = "Mode | ModeName"
+"""One mode: a ``Mode`` or its name."""
+Modes: TypeAlias = "ModeSpec | tuple[ModeSpec, ...]"
+"""The modes a server accepts: one, or a tuple while migrating (the first mints)."""
+
+
+class WireMode(Protocol):
+    """One wire format: how a payload is sealed into a token and opened again."""
+
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def nonce_bytes(self) -> int: ...
+    def seal(self, payload: bytes, key: SubKeys, aad: bytes, nonce: bytes) -> str: ...
+    def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason: ...
+
+
+# Keyed by Mode, a str enum: "signed" and Mode.SIGNED find the same entry.
+_WIRE: Final[dict[str, WireMode]] = {Mode.SIGNED: SIGNED, Mode.ENCRYPTED: ENCRYPTED, Mode.XCHACHA: XCHACHA}
+
+MODE_BY_PREFIX: Final = {wire.prefix: Mode(mode) for mode, wire in _WIRE.items()}
+"""``{"v1.": Mode.SIGNED, "v1e.": Mode.ENCRYPTED, "v1x.": Mode.XCHACHA}``: prefix-free."""
+
+_VERSIONS: Final = frozenset(prefix[:-1] for prefix in MODE_BY_PREFIX)
+_VERSION_MAX_CHARS: Final = max(map(len, _VERSIONS)) + 1
+
+
+def mode_of(token: str) -> Mode | None:
+    """The mode a token's prefix names, or ``None``: a label to show, never a check."""
+    return next((mode for prefix, mode in MODE_BY_PREFIX.items() if token.startswith(prefix)), None)
+
+
+def _wire_mode(mode: object) -> tuple[Mode, WireMode]:
+    wire = _WIRE.get(mode) if isinstance(mode, str) else None
+    if wire is None or not isinstance(mode, str):
+        choices = ", ".join(repr(m.value) for m in Mode)
+        raise ValueError(f"mode must be a Mode or one of {choices}, got {mode!r}")
+    return Mode(mode), wire
+
+
+def wire_modes(modes: object) -> tuple[tuple[Mode, ...], tuple[WireMode, ...]]:
+    """The modes named by ``modes`` (one, or a non-empty tuple), in order, each once.
+
+    Raises ``ValueError`` for an unknown mode or an empty tuple.
+    """
+    listed = modes if isinstance(modes, tuple) else (modes,)
+    if not listed:
+        raise ValueError("mode must name at least one Mode")
+    found = dict(map(_wire_mode, listed))
+    return tuple(found), tuple(found.values())
+
+
+def unexpected_prefix(token: str) -> Reason:
+    """Why a token matched none of the allowed prefixes: another known mode, or no mode at all."""
+    # "v1.xxx" -> "v1", "v1e.xxx" -> "v1e": the text before the first dot names
+    # the format. Only the first few characters are read, however long the token.
+    version, dot, _ = token[:_VERSION_MAX_CHARS].partition(".")
+    return Reason.WRONG_MODE if dot and version in _VERSIONS else Reason.MALFORMED
