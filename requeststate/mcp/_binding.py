@@ -35,8 +35,14 @@ BINDINGS: Final[tuple[Binding, ...]] = ("request", "target", "mcpd")
 # verifies in another. The labels are JSON array heads, which the bare
 # functions' usual tools (a tool name) never are.
 BOUNDARY_CONTEXT: Final = "requeststate.mcp/boundary/1"
+_CONTEXT_JSON: Final = json.dumps(BOUNDARY_CONTEXT)
 SDK_CODEC_CONTEXT: Final = "requeststate.mcp/sdk-codec/1"
 SDK_CODEC_TOOL: Final = json.dumps([SDK_CODEC_CONTEXT])
+
+# Built once: json.dumps with options builds a new encoder per call. ASCII output
+# keeps both total (a lone surrogate escapes instead of raising) and U+0000-free.
+_canonical: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_string: Final = json.encoder.encode_basestring_ascii
 
 
 def request_target(method: str, params: Mapping[str, Any] | None) -> str:
@@ -64,8 +70,7 @@ def arguments_digest(method: str, params: Mapping[str, Any] | None) -> str:
     arguments: Any = {}
     if method != "resources/read":
         arguments = (params or {}).get("arguments") or {}
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    return hashlib.sha256(_canonical(arguments).encode("ascii")).hexdigest()
 
 
 def boundary_tool(
@@ -85,10 +90,13 @@ def boundary_tool(
     share a string. ``principal`` tells an anonymous round from one whose
     principal source returned ``""``, as the SDK's "principal drift" does.
     """
-    digest = arguments_digest(method, params) if arguments else None
-    return json.dumps(
-        [BOUNDARY_CONTEXT, method, request_target(method, params), digest, audience, principal],
-        separators=(",", ":"),
+    # The compact JSON text of that array, written directly (the same bytes as
+    # json.dumps(..., separators=(",", ":"))): this runs on every round.
+    digest = f'"{arguments_digest(method, params)}"' if arguments else "null"
+    bound_audience = "null" if audience is None else _string(audience)
+    return (
+        f"[{_CONTEXT_JSON},{_string(method)},{_string(request_target(method, params))},"
+        f"{digest},{bound_audience},{'true' if principal else 'false'}]"
     )
 
 
