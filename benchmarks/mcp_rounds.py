@@ -1,4 +1,4 @@
-"""The cost per round of requeststate.mcp's bindings against the SDK's own boundary: ``python -m benchmarks.mcp_rounds``.
+"""The cost per round of our MCP bindings against the SDK's boundary: ``python -m benchmarks.mcp_rounds``.
 
 One round is what a boundary does for one retry of a multi-round tool call:
 open the echoed ``requestState`` (verify it, check every binding), run the
@@ -108,7 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=25, help="interleaved samples per case")
     args = parser.parse_args(argv)
     user = AccessToken(
-        token="t", client_id="client", scopes=[], subject="alice", claims={"iss": "https://as"}
+        token="opaque-access-token",  # noqa: S106 (a stand-in: no server checks it here)
+        client_id="client",
+        scopes=[],
+        subject="alice",
+        claims={"iss": "https://as"},
     )
     reset = auth_context_var.set(AuthenticatedUser(user))
     try:
