@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import socket
+import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -940,6 +942,73 @@ async def test_example_booking_server_completes_over_stdio() -> None:
     outcome = await bounded(run)
     assert outcome.startswith("Booked a table for 4 at Chez Ada on 2026-12-01")
     assert not tap.reveals("hold-")
+
+
+@pytest.fixture
+def http_booking_example() -> Iterator[str]:
+    """examples/booking_http_server.py on a free loopback port, users alice and bob; its URL."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "REQUESTSTATE_KEYS": b64_secret(SECRET),
+        "BOOKING_USERS": "tok-alice:alice,tok-bob:bob",
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("REDIS_URL", None)
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "booking_http_server.py"), "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert server.poll() is None, "the HTTP example server exited"
+            assert time.monotonic() < deadline, "the HTTP example server did not start"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+async def test_example_http_server_binds_per_user_and_redeems_once(http_booking_example: str) -> None:
+    date: dict[str, Any] = {"date": ElicitResult(action="accept", content={"date": "2026-12-01"})}
+    args = {"restaurant": "Chez Ada"}
+
+    async def run() -> Any:
+        async with (
+            http_client(http_booking_example, "tok-alice") as alice,
+            http_client(http_booking_example, "tok-bob") as bob,
+        ):
+            first = await alice.session.call_tool("book_table", args, allow_input_required=True)
+            assert isinstance(first, InputRequiredResult)
+            token = first.request_state or ""
+
+            async def retry(client: Client) -> Any:
+                return await client.session.call_tool(
+                    "book_table", args, allow_input_required=True, request_state=token, input_responses=date
+                )
+
+            with pytest.raises(MCPError) as foreign:
+                await retry(bob)
+            assert_frozen(foreign)
+            assert isinstance(await retry(alice), InputRequiredResult)  # bob's echo burnt nothing
+            with pytest.raises(MCPError) as replayed:
+                await retry(alice)
+            assert_frozen(replayed)
+
+    await bounded(run)
 
 
 # --- the middleware alone ---------------------------------------------------------------------------------
