@@ -6,8 +6,6 @@ import json
 import logging
 import os
 import re
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -68,9 +66,11 @@ from tests.support.mcp_flow import (
     leaks_reason,
     plaintext_seen,
     replies,
+    request_context,
     tamper,
     text_of,
 )
+from tests.support.processes import free_port, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -683,18 +683,11 @@ class StaticVerifier:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @asynccontextmanager
 async def http_server(
     keys: rs.KeyRing, name: str = "httpsvc", **options: Any
 ) -> AsyncIterator[tuple[str, list[str | None]]]:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     seen: list[str | None] = []
     server: MCPServer[Any] = MCPServer(
@@ -947,7 +940,7 @@ async def test_example_booking_server_completes_over_stdio() -> None:
 @pytest.fixture
 def http_booking_example() -> Iterator[str]:
     """examples/booking_http_server.py on a free loopback port, users alice and bob; its URL."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "REQUESTSTATE_KEYS": b64_secret(SECRET),
@@ -955,31 +948,9 @@ def http_booking_example() -> Iterator[str]:
         "PYTHONPATH": str(ROOT),
     }
     env.pop("REDIS_URL", None)
-    server = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "booking_http_server.py"), "--port", str(port)],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert server.poll() is None, "the HTTP example server exited"
-            assert time.monotonic() < deadline, "the HTTP example server did not start"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    argv = [sys.executable, str(ROOT / "examples" / "booking_http_server.py"), "--port", str(port)]
+    with serving(argv, port, env, ROOT) as url:
+        yield url
 
 
 async def test_example_http_server_binds_per_user_and_redeems_once(http_booking_example: str) -> None:
@@ -1014,17 +985,6 @@ async def test_example_http_server_binds_per_user_and_redeems_once(http_booking_
 # --- the middleware alone ---------------------------------------------------------------------------------
 
 
-def bare_context(params: dict[str, Any]) -> ServerRequestContext[Any, Any]:
-    return ServerRequestContext(
-        session=cast(Any, None),
-        lifespan_context={},
-        protocol_version="2026-07-28",
-        method="tools/call",
-        params=params,
-        request_id=1,
-    )
-
-
 def returning(result: HandlerResult) -> CallNext:
     async def call_next(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
         return result
@@ -1034,7 +994,7 @@ def returning(result: HandlerResult) -> CallNext:
 
 async def test_boundary_seals_a_result_model() -> None:
     sealed = await Boundary(KEYS, audience=None)(
-        bare_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s"))
+        request_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s"))
     )
     assert isinstance(sealed, InputRequiredResult)
     tool = spec.boundary_tool("tools/call", "wizard", {}, None, False)
@@ -1044,21 +1004,21 @@ async def test_boundary_seals_a_result_model() -> None:
 async def test_boundary_refuses_to_seal_a_non_string_state() -> None:
     odd = {"resultType": "input_required", "requestState": 5}
     with pytest.raises(MCPError) as error:
-        await Boundary(KEYS, audience=None)(bare_context({"name": "wizard"}), returning(odd))
+        await Boundary(KEYS, audience=None)(request_context({"name": "wizard"}), returning(odd))
     assert error.value.error.code == INTERNAL_ERROR
 
 
 async def test_boundary_refuses_to_seal_for_a_non_string_subject() -> None:
     boundary = Boundary(KEYS, audience=None, subject=lambda ctx: cast(Any, 42))
     with pytest.raises(MCPError) as error:
-        await boundary(bare_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s")))
+        await boundary(request_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s")))
     assert error.value.error.code == INTERNAL_ERROR
 
 
 async def test_boundary_refuses_to_seal_without_a_tool_name() -> None:
     with pytest.raises(MCPError) as error:
         await Boundary(KEYS, audience=None)(
-            bare_context({}), returning(InputRequiredResult(request_state="s"))
+            request_context({}), returning(InputRequiredResult(request_state="s"))
         )
     assert error.value.error.code == INTERNAL_ERROR
 
@@ -1077,7 +1037,9 @@ async def test_reelicit_drops_the_echo_when_the_subject_source_fails() -> None:
         SECRET, "s", NOW_PLUS, "", spec.boundary_tool("tools/call", "wizard", {}, None, True), "encrypted"
     )
     params = {"name": "wizard", "requestState": token, "inputResponses": {"q1": {}}}
-    await Boundary(KEYS, audience=None, on_invalid="reelicit", subject=broken)(bare_context(params), handler)
+    await Boundary(KEYS, audience=None, on_invalid="reelicit", subject=broken)(
+        request_context(params), handler
+    )
     assert handed == [{"name": "wizard"}]
 
 

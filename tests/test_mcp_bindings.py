@@ -37,6 +37,7 @@ from tests.support.mcp_flow import (
     first_round,
     plaintext_seen,
     replies,
+    request_context,
 )
 
 pytestmark = pytest.mark.anyio
@@ -226,17 +227,6 @@ def test_spec_helper_reproduces_the_published_vector() -> None:
 # --- a context per use of a key: a token minted by one use is refused by every other ---------------------
 
 
-def _context(params: dict[str, Any]) -> ServerRequestContext[Any, Any]:
-    return ServerRequestContext(
-        session=cast(Any, None),
-        lifespan_context={},
-        protocol_version="2026-07-28",
-        method="tools/call",
-        params=params,
-        request_id=7,
-    )
-
-
 REQUEST = {"name": "wizard", "arguments": {"topic": "x"}}
 
 
@@ -249,7 +239,7 @@ def _boundary_use(
         async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
             return InputRequiredResult(request_state=CARRIED)
 
-        sealed = await boundary(_context(REQUEST), handler)
+        sealed = await boundary(request_context(REQUEST), handler)
         assert isinstance(sealed, InputRequiredResult)
         return sealed.request_state or ""
 
@@ -260,7 +250,7 @@ def _boundary_use(
             handed.append((ctx.params or {}).get("requestState"))
             return {"content": [], "resultType": "complete"}
 
-        await boundary(_context({**REQUEST, "requestState": token}), handler)
+        await boundary(request_context({**REQUEST, "requestState": token}), handler)
         return handed == [CARRIED]
 
     return mint, accepts

@@ -7,13 +7,14 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.client._memory import InMemoryTransport
 from mcp.client.context import ClientRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -119,3 +120,15 @@ def leaks_reason(wire: str) -> bool:
 
 def plaintext_seen(built: Built) -> list[str]:
     return [state for state in built.seen if state is not None]
+
+
+def request_context(params: dict[str, Any], *, request_id: int | None = 1) -> ServerRequestContext[Any, Any]:
+    """A ``tools/call`` request's context, for calling a boundary directly (no transport)."""
+    return ServerRequestContext(
+        session=cast(Any, None),
+        lifespan_context={},
+        protocol_version="2026-07-28",
+        method="tools/call",
+        params=params,
+        request_id=request_id,
+    )

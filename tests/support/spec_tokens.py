@@ -1,8 +1,7 @@
-"""Tokens and bind tags computed from the wire format alone (docs/wire-format.md), never through requeststate.
+"""MCP identities and tokens from the wire format alone (docs/wire-format.md), never through requeststate.
 
-What an mcp.d server (or any other correct writer) mints and expects: HKDF
-subkeys, the HMAC bind tag over ``subject + "\\0" + tool``, then a ``v1.`` MAC
-or a ``v1e.`` AES-256-GCM seal. The MCP bindings' tool strings are built here
+Tokens are minted and opened as an mcp.d server would, through the
+independent tests/reference.py; the MCP bindings' tool strings are built here
 from their documented layout, so a change of layout fails a test.
 """
 
@@ -16,32 +15,13 @@ import os
 from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.hashes import SHA256
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from tests.reference import b64, bind_tag, enc_key, mac_key, token
+
+__all__ = ["b64", "bind_tag", "boundary_tool", "mint", "open_token", "principal"]
 
 BOUNDARY_CONTEXT = "requeststate.mcp/boundary/1"
 SDK_CODEC_TOOL = '["requeststate.mcp/sdk-codec/1"]'
-
-
-def subkey(secret: bytes, info: bytes) -> bytes:
-    return HKDF(algorithm=SHA256(), length=32, salt=bytes(32), info=info).derive(secret)
-
-
-def mac_key(secret: bytes) -> bytes:
-    return subkey(secret, b"mcp.requestState bind-hmac key")
-
-
-def enc_key(secret: bytes) -> bytes:
-    return subkey(secret, b"mcp.requestState aes-256-gcm key")
-
-
-def bind_tag(secret: bytes, subject: str, tool: str | None) -> str:
-    bind_input = subject if tool is None else subject + "\0" + tool
-    return hmac.new(mac_key(secret), bind_input.encode(), hashlib.sha256).hexdigest()
-
-
-def b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 def unb64(text: str) -> bytes:
@@ -49,13 +29,8 @@ def unb64(text: str) -> bytes:
 
 
 def mint(secret: bytes, state: str, exp: int, subject: str, tool: str | None, mode: str) -> str:
-    """A token as mcp.d writes it (no id member)."""
-    tag = bind_tag(secret, subject, tool)
-    payload = json.dumps({"s": state, "exp": exp, "b": tag}, separators=(",", ":")).encode()
-    if mode == "signed":
-        return "v1." + b64(payload) + "." + b64(hmac.new(mac_key(secret), payload, hashlib.sha256).digest())
-    nonce = os.urandom(12)
-    return "v1e." + b64(nonce + AESGCM(enc_key(secret)).encrypt(nonce, payload, tag.encode()))
+    """A token as mcp.d writes it (no id member), through tests/reference.py."""
+    return token(mode, secret, state, exp, subject, tool, os.urandom(24 if mode == "xchacha" else 12))
 
 
 def open_token(secret: bytes, token: str, subject: str, tool: str | None) -> dict[str, Any]:
