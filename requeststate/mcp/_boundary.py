@@ -86,9 +86,12 @@ def _for_the_loop(guard: rs.Guard | rs.AsyncGuard | None) -> rs.Guard | rs.Async
     # (None, an async guard, or no guard at all such as a class) goes to the
     # Codec as given, which accepts or refuses it.
     claim = getattr(guard, "claim", None)
-    if inspect.isclass(guard) or not callable(claim) or isinstance(guard, rs.MemoryGuard):
-        return guard
-    if inspect.iscoroutinefunction(claim):
+    if (
+        inspect.isclass(guard)
+        or not callable(claim)
+        or inspect.iscoroutinefunction(claim)
+        or isinstance(guard, rs.MemoryGuard)
+    ):
         return guard
     return _OffLoop(guard)  # type: ignore[arg-type]
 
