@@ -86,3 +86,32 @@ def test_use_codec_leaves_the_server_untouched_when_it_refuses_a_guard() -> None
     with pytest.raises(ValueError, match="replay guard"):
         use_codec(server, KEYS, guard=GUARD)
     assert server.middleware == before
+
+
+class AsyncMemoryGuard:
+    """An ``AsyncGuard``: a ``MemoryGuard`` behind a coroutine, with its claims counted."""
+
+    def __init__(self) -> None:
+        self.inner = rs.MemoryGuard()
+        self.claims = 0
+
+    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        self.claims += 1
+        await anyio.sleep(0)
+        return self.inner.claim(token_id, expires_at, now)
+
+
+async def test_an_async_guard_is_awaited_and_refuses_a_second_redemption() -> None:
+    guard = AsyncMemoryGuard()
+    built = build("mcpserver", "boundary", KEYS, "signed", guard=guard)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            await echo(client, token)
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert guard.claims == 2
