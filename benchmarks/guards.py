@@ -16,6 +16,15 @@ group: best minus best, and median minus median. Redis is a throwaway
 and stops; with no ``redis`` package, no ``redis-server`` on ``PATH``, or one
 that does not start, the Redis rows say why they were not measured.
 
+Claims under load (``measure_claims``): ``RedisGuard.claim`` and
+``AsyncRedisGuard.claim`` of fresh ids, on three setups the tests' own fixtures
+start on loopback (tests/support/redis_server.py): one redis-server, a Redis
+Cluster of three masters, and a master with a replica where every claim waits
+for the replica (``replicas=1``). Sync claims run one after another; async
+claims run ``ASYNC_CONCURRENCY`` at a time in one event loop. Each row gives
+claims per second (claims over the wall time of all of them) and the p50 and
+p99 of single claim latencies.
+
 Memory per held id: ``tracemalloc`` of what a ``MemoryGuard`` keeps after
 ``decode`` claimed N fresh tokens (the tokens themselves were allocated before
 tracing): its dict entry, heap entry and the 32-character id string it keeps alive.
@@ -26,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
+import math
 import os
 import shutil
 import socket
@@ -34,8 +44,9 @@ import subprocess
 import tempfile
 import time
 import tracemalloc
+import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -45,10 +56,14 @@ import requeststate as rs
 from .cases import SUBJECT, TOOL, TTL, make_state
 
 __all__ = [
+    "ASYNC_CONCURRENCY",
+    "CLAIM_SETUPS",
     "GUARD_MODES",
+    "ClaimRow",
     "GuardMemory",
     "GuardResults",
     "GuardRow",
+    "measure_claims",
     "measure_guard_memory",
     "measure_guards",
     "running_redis",
@@ -63,12 +78,19 @@ ASYNC_REDIS: Final = "AsyncRedisGuard"
 SYNC: Final = "decode"
 ASYNC: Final = "adecode"
 
-_MIN_REDIS: Final = (6, 2)  # SET ... EXAT
+_MIN_REDIS: Final = (6, 2)  # the oldest Redis the guards promise
 _START_SECONDS: Final = 10.0
 _STOP_SECONDS: Final = 5.0
 # Generous: a claim that times out is refused, and a refused claim is not a claim's cost.
 _CLAIM_TIMEOUT: Final = 2.0
 _WARM_UP_TOKENS: Final = 20
+STANDALONE: Final = "standalone"
+CLUSTER: Final = "cluster, 3 masters"
+REPLICA_WAIT: Final = "master + replica, replicas=1"
+CLAIM_SETUPS: Final = (STANDALONE, CLUSTER, REPLICA_WAIT)
+SYNC_CLAIM: Final = "claim"
+ASYNC_CLAIM: Final = "async claim"
+ASYNC_CONCURRENCY: Final = 16
 
 
 class RedisUnavailable(Exception):
@@ -111,6 +133,20 @@ class GuardMemory:
         return self.retained_bytes / self.ids
 
 
+@dataclass(frozen=True)
+class ClaimRow:
+    """Claims of fresh ids on one Redis setup, sync or async, or why they were not measured."""
+
+    setup: str
+    path: str
+    """``claim`` (one after another) or ``async claim`` (``ASYNC_CONCURRENCY`` at a time)."""
+    claims: int = 0
+    per_second: float | None = None
+    p50_us: float | None = None
+    p99_us: float | None = None
+    unavailable: str | None = None
+
+
 @dataclass
 class GuardResults:
     """The guard measurements of one run."""
@@ -121,6 +157,8 @@ class GuardResults:
     """The ``redis-server`` and redis-py measured, or ``not available: <why>``."""
     rows: list[GuardRow] = field(default_factory=list)
     memory: GuardMemory | None = None
+    claims: list[ClaimRow] = field(default_factory=list)
+    """Claims under load per Redis setup; empty when not measured."""
 
     def row(self, mode: rs.ModeName, path: str, guard: str) -> GuardRow | None:
         """The row of one guard, if there is one."""
@@ -414,6 +452,7 @@ def measure_guards(
     memory_ids: int,
     redis: bool = True,
     modes: Sequence[rs.ModeName] = GUARD_MODES,
+    claims: int = 0,
     progress: Callable[[str], None] = lambda line: None,
 ) -> GuardResults:
     """Time ``decode`` of fresh 64 B tokens with no guard, a ``MemoryGuard`` and Redis; trace its memory.
@@ -421,6 +460,8 @@ def measure_guards(
     ``rounds`` samples of ``batch`` decodes per case; ``redis=False`` skips Redis
     (its rows say so). A missing or failing Redis never raises: its rows say
     why they were not measured, and the other rows are measured without it.
+    ``claims`` > 0 (and ``redis``) also measures that many claims per setup
+    and path (``measure_claims``).
     """
     ring = rs.KeyRing(os.urandom(32))
     state = make_state(STATE_SIZE)
@@ -445,6 +486,8 @@ def measure_guards(
     results.rows.sort(key=lambda row: order[row.mode])
     progress(f"replay guards: MemoryGuard memory over {memory_ids:,} ids")
     results.memory = measure_guard_memory(memory_ids, ring)
+    if redis and claims:
+        results.claims = measure_claims(claims, progress=progress)
     return results
 
 
@@ -488,4 +531,120 @@ def _measure_with_redis(
         results.redis = f"not available: {why}"
         progress(f"replay guards: Redis {results.redis}")
         return []
+    return rows
+
+
+# --- claims under load ----------------------------------------------------------------------------------
+
+
+def _percentile(ordered: Sequence[float], share: float) -> float:
+    # The nearest-rank percentile: the smallest value with at least `share` of all at or below it.
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def _claim_row(setup: str, path: str, seconds: float, latencies_ns: list[int]) -> ClaimRow:
+    ordered = sorted(latency / 1e3 for latency in latencies_ns)
+    count = len(ordered)
+    return ClaimRow(
+        setup, path, count, count / seconds, _percentile(ordered, 0.5), _percentile(ordered, 0.99)
+    )
+
+
+def _fresh(count: int) -> list[str]:
+    return [uuid.uuid4().hex for _ in range(count)]
+
+
+def _time_sync_claims(guard: Any, setup: str, count: int) -> ClaimRow:
+    ids, now = _fresh(count), int(time.time())
+    latencies: list[int] = []
+    began = time.perf_counter_ns()
+    for token_id in ids:
+        start = time.perf_counter_ns()
+        claimed = guard.claim(token_id, now + TTL, now)
+        latencies.append(time.perf_counter_ns() - start)
+        if claimed is not True:
+            raise RuntimeError(f"{setup}: a fresh id was refused")
+    return _claim_row(setup, SYNC_CLAIM, (time.perf_counter_ns() - began) / 1e9, latencies)
+
+
+async def _time_async_claims(guard: Any, setup: str, count: int) -> ClaimRow:
+    ids, now = _fresh(count), int(time.time())
+    latencies: list[int] = []
+
+    async def claimer(share: list[str]) -> None:
+        for token_id in share:
+            start = time.perf_counter_ns()
+            claimed = await guard.claim(token_id, now + TTL, now)
+            latencies.append(time.perf_counter_ns() - start)
+            if claimed is not True:
+                raise RuntimeError(f"{setup}: a fresh id was refused")
+
+    try:
+        await guard.claim(_fresh(1)[0], now + TTL, now)  # connects (and reads a cluster's slot map)
+        began = time.perf_counter_ns()
+        await asyncio.gather(*(claimer(ids[index::ASYNC_CONCURRENCY]) for index in range(ASYNC_CONCURRENCY)))
+        seconds = (time.perf_counter_ns() - began) / 1e9
+    finally:
+        await guard.aclose()
+    return _claim_row(setup, ASYNC_CLAIM, seconds, latencies)
+
+
+def _setups(servers: Any) -> dict[str, Callable[[], AbstractContextManager[tuple[str, dict[str, Any]]]]]:
+    # Each setup: a context that starts its servers and yields a URL and the guard options for it.
+    @contextmanager
+    def standalone() -> Iterator[tuple[str, dict[str, Any]]]:
+        with servers.running_redis() as url:
+            yield url, {}
+
+    @contextmanager
+    def cluster() -> Iterator[tuple[str, dict[str, Any]]]:
+        with servers.running_cluster(masters=3) as running:
+            yield running.url, {"cluster": True}
+
+    @contextmanager
+    def replica_wait() -> Iterator[tuple[str, dict[str, Any]]]:
+        with servers.running_replicated() as running:
+            yield running.master.url, {"replicas": 1, "replica_timeout": _CLAIM_TIMEOUT}
+
+    return {STANDALONE: standalone, CLUSTER: cluster, REPLICA_WAIT: replica_wait}
+
+
+def measure_claims(count: int, *, progress: Callable[[str], None] = lambda line: None) -> list[ClaimRow]:
+    """Time ``count`` sync and ``count`` async claims of fresh ids on each setup of ``CLAIM_SETUPS``.
+
+    A setup that cannot start (no redis-server or redis-cli, a failing server)
+    never raises: its rows say why they were not measured.
+    """
+    rows: list[ClaimRow] = []
+    try:
+        servers = importlib.import_module("tests.support.redis_server")
+        guard_module = importlib.import_module("requeststate.redis")
+    except ImportError as error:
+        why = f"{type(error).__name__}: {error}"
+        return [
+            ClaimRow(setup, path, unavailable=why)
+            for setup in CLAIM_SETUPS
+            for path in (SYNC_CLAIM, ASYNC_CLAIM)
+        ]
+    for setup, start in _setups(servers).items():
+        progress(f"replay guards: {count:,} claims, sync and async, on {setup}")
+        try:
+            with start() as (url, options):
+                guard = guard_module.RedisGuard.from_url(
+                    url, timeout=_CLAIM_TIMEOUT, namespace="bench-claims", **options
+                )
+                try:
+                    setup_rows = [_time_sync_claims(guard, setup, count)]
+                finally:
+                    guard.close()
+                async_guard = guard_module.AsyncRedisGuard.from_url(
+                    url, timeout=_CLAIM_TIMEOUT, namespace="bench-async-claims", **options
+                )
+                setup_rows.append(asyncio.run(_time_async_claims(async_guard, setup, count)))
+            rows += setup_rows
+        except Exception as error:
+            # A setup that failed is reported, never fatal, like the Redis rows above.
+            why = f"{type(error).__name__}: {error}"
+            progress(f"replay guards: {setup} not available: {why}")
+            rows += [ClaimRow(setup, path, unavailable=why) for path in (SYNC_CLAIM, ASYNC_CLAIM)]
     return rows

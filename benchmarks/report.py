@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from .cases import OVERSIZED_TOKEN_CHARS, size_label
-from .guards import STATE_SIZE, GuardResults
+from .guards import ASYNC_CONCURRENCY, STATE_SIZE, GuardResults
 from .run import Results, Timing
 
 __all__ = ["DEFINITIONS", "Target", "judge", "render", "to_json", "write_chart"]
@@ -44,9 +44,13 @@ DEFINITIONS: Final = (
     "Replay guard cost: decode (or adecode, awaited one call at a time) of a fresh valid token per call, "
     "minted before the clock starts, 64 B state; each sample a batch of decodes, GC off, the cases of a "
     "group interleaved. Added = guarded minus unguarded time of the same call, best - best and "
-    "median - median. Redis: a loopback redis-server the run starts without persistence (SET NX EXAT "
+    "median - median. Redis: a loopback redis-server the run starts without persistence (SET NX EX "
     "per claim, one round trip). Memory per held id: traced bytes a MemoryGuard keeps after decode "
     "claimed N fresh tokens (dict and heap entries, the id string), divided by N.",
+    "Redis claims: RedisGuard.claim (one after another) and AsyncRedisGuard.claim "
+    f"({ASYNC_CONCURRENCY} at a time in one event loop) of fresh ids on loopback: one redis-server, a "
+    "Redis Cluster of 3 masters, a master whose replica must acknowledge every claim (replicas=1, WAIT). "
+    "Claims/s = claims / wall time of all of them; p50 and p99 of single claim latencies.",
 )
 
 Status = Literal["PASS", "FAIL", "SKIP"]
@@ -361,7 +365,28 @@ def _guard_section(guards: GuardResults) -> list[str]:
             f"MemoryGuard memory: {memory.bytes_per_id:.0f} B per held id "
             f"({memory.ids:,} ids held: {memory.retained_bytes / 2**20:.1f} MiB traced).",
         ]
+    if guards.claims:
+        lines += _claims_section(guards)
     return lines
+
+
+def _claims_section(guards: GuardResults) -> list[str]:
+    rows = [
+        [row.setup, row.path, "-", "-", "-", "-", f"not available: {row.unavailable}"]
+        if row.per_second is None or row.p50_us is None or row.p99_us is None
+        else [
+            row.setup,
+            row.path,
+            f"{row.claims:,}",
+            f"{row.per_second:,.0f}",
+            f"{row.p50_us:.0f}",
+            f"{row.p99_us:.0f}",
+            "",
+        ]
+        for row in guards.claims
+    ]
+    headers = ["setup", "call", "claims", "claims/s", "p50 µs", "p99 µs", "note"]
+    return ["", "### Redis claims under load (fresh ids, loopback)", "", _table(headers, rows)]
 
 
 def _busy_warning(results: Results) -> list[str]:
@@ -434,6 +459,7 @@ def _guards_json(guards: GuardResults | None) -> dict[str, Any] | None:
         "batch": guards.batch,
         "redis": guards.redis,
         "rows": [dataclasses.asdict(row) for row in guards.rows],
+        "claims": [dataclasses.asdict(row) for row in guards.claims],
         "memory": None
         if memory is None
         else {**dataclasses.asdict(memory), "bytes_per_id": memory.bytes_per_id},

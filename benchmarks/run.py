@@ -51,6 +51,8 @@ class Settings:
     """Decodes of fresh tokens per guard sample."""
     guard_memory_ids: int = 100_000
     """Ids a ``MemoryGuard`` holds when its memory is traced (its default capacity)."""
+    guard_claims: int = 0
+    """Sync and async claims timed per Redis setup (``guards.measure_claims``); 0 skips them."""
 
     @classmethod
     def full(cls) -> Settings:
@@ -70,6 +72,7 @@ class Settings:
             guard_rounds=120,
             guard_batch=50,
             guard_memory_ids=100_000,
+            guard_claims=20_000,
         )
 
     @classmethod
@@ -85,6 +88,7 @@ class Settings:
             guard_rounds=30,
             guard_batch=50,
             guard_memory_ids=20_000,
+            guard_claims=2_000,
         )
 
 
@@ -229,6 +233,7 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda line: None)
             batch=settings.guard_batch,
             memory_ids=settings.guard_memory_ids,
             redis=settings.guard_redis,
+            claims=settings.guard_claims,
             progress=progress,
         )
     if settings.multicore:

@@ -16,7 +16,7 @@ and raises ``PropertyViolation`` when one of these breaks:
 5. with a guard, the same token is refused as ``replayed`` the second time;
 6. a token the harness seals around arbitrary payload bytes (with the real key,
    through the independent ``tests/reference.py``) is accepted exactly when
-   SPEC.md's payload rules, checked here with the standard library, accept it.
+   docs/wire-format.md's payload rules, checked here with the standard library, accept it.
 
 Minting is deterministic (fixed key, clock and "random" bytes), so an input
 means the same case in every process: the committed corpus replays as plain
@@ -35,7 +35,7 @@ from typing import Any, Final
 import msgspec
 
 import requeststate as rs
-from tests import reference
+from tests.support import reference
 
 __all__ = [
     "HEADER_BYTES",
@@ -149,7 +149,9 @@ def mint(
     state: str, ring: rs.KeyRing, mode: rs.Mode, subject: str, tool: str | None, seed: bytes
 ) -> tuple[str, Minted]:
     """A token minted deterministically at ``NOW`` with ``TTL``: the same one in every process."""
-    token = rs.Codec(ring, mode=mode, ttl=TTL)._encode_with(state, subject, tool, NOW, _fake_urandom(seed))
+    codec = rs.Codec(ring, mode=mode, ttl=TTL)
+    codec._urandom = _fake_urandom(seed)
+    token = codec.encode(state, subject=subject, tool=tool, now=NOW)
     return token, Minted(mode, subject, tool, state, NOW + TTL)
 
 
@@ -335,7 +337,7 @@ class _Float(float):
 
 
 def reference_claims(payload: bytes, guarded: bool) -> tuple[str, int, str] | None:
-    """SPEC.md's payload rules with the standard library: ``(s, exp, b)``, or ``None`` if refused."""
+    """The payload rules of docs/wire-format.md, with the standard library: ``(s, exp, b)``, or ``None``."""
     try:
         document = json.loads(
             payload.decode("utf-8"),

@@ -142,23 +142,34 @@ def _probe(args: argparse.Namespace) -> int:
     if bool(args.server_command) == (args.url is not None):
         print("error: name the server either as a command after -- or with --url", file=sys.stderr)
         return EXIT_USAGE
-    if args.header and args.url is None:
-        print("error: --header applies to --url only", file=sys.stderr)
+    if (args.header or args.header2) and args.url is None:
+        print("error: --header and --header2 apply to --url only", file=sys.stderr)
+        return EXIT_USAGE
+    if args.env2 and args.url is not None:
+        print("error: --env2 applies to a command only (use --header2 with --url)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        from . import _probe as probe
+        from . import probe
     except ModuleNotFoundError as missing:  # the mcp extra (mcp, mcp_types, anyio, httpx2) is absent
         if (missing.name or "").partition(".")[0] in ("mcp", "mcp_types", "anyio", "httpx2"):
             print(_PROBE_NEEDS_MCP, file=sys.stderr)
             return EXIT_USAGE
         raise
     target = probe.Target(command=tuple(args.server_command), url=args.url, headers=dict(args.header))
-    return probe.run(
-        target,
+    second = None
+    if args.header2 or args.env2:
+        second = probe.Target(target.command, target.url, headers=dict(args.header2), env=dict(args.env2))
+    options = probe.Options(
         tool=args.tool,
         arguments=args.arguments,
         single_use=args.single_use,
         require_confidential=args.require_confidential,
+        ttl=args.ttl,
+        second=second,
+    )
+    return probe.run(
+        target,
+        options,
         timeout=args.timeout,
         as_json=args.json,
         out=sys.stdout,
@@ -181,6 +192,13 @@ def _header(text: str) -> tuple[str, str]:
     if not colon or not name.strip():
         raise argparse.ArgumentTypeError("a header is NAME: VALUE")
     return name.strip(), value.strip()
+
+
+def _variable(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError("an environment variable is NAME=VALUE")
+    return name, value
 
 
 def _seconds(text: str) -> float:
@@ -252,24 +270,30 @@ def _add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         usage="requeststate probe [options] -- COMMAND [ARG ...]\n"
         "       requeststate probe [options] --url URL",
         description="""\
-Connect to an MCP server (protocol 2026-07-28), find a tool that answers
-input-required with a requestState, and echo back mutated states, each on a
-fresh first round: one byte flipped, truncated, extended, MAC/tag stripped,
-prefix swapped, re-padded base64, readable JSON edited, the state of one tool
-sent to another, the same state redeemed twice, and whether the client can
-read the state at all.
+Connect to an MCP server (protocol 2026-07-28), find a tool, prompt or
+resource that answers input-required with a requestState, and attack it as a
+client without the key would, each attempt on a fresh first round: one byte
+flipped, truncated, extended, the MAC/tag removed or truncated, the prefix
+swapped, re-padded base64, a random state; the state forged without the key
+(JSON, form text, base64, hex, zlib or gzip re-encoded with a value changed,
+an unkeyed hash recomputed, a JWT re-signed with alg none); a genuine state
+sent with other arguments, to another target, as another user (--header2,
+--env2), after it expired (--ttl), twice; and whether the client can read it.
 
-A check FAILs when the server accepts a mutated state: it answers with a
-normal result, or with an input-required that moves on. It PASSes on a
-JSON-RPC error, a tool error result, or a re-elicit: an input-required that
-asks exactly what a call without requestState asks. The probe first checks
-that the unmodified state is accepted and answered differently from a first
-call; if not, it stops (exit 2).
+A check FAILs when the server accepts: it answers with a normal result, or
+with an input-required that moves on. It PASSes on a JSON-RPC error or a
+re-elicit: an input-required that asks exactly what a call without
+requestState asks. A tool error result (isError) or a -32603 is a WARN, not a
+PASS: a handler crashing on the state answers the same way. A PASS proves that
+attempt was refused, not that the state cannot be forged. The probe first
+checks that the unmodified state is accepted and answered differently from a
+first call; if not, it stops (exit 2).
 
-Without --tool, tools are tried in turn with placeholder arguments (tools
-annotated destructiveHint: true are skipped): point the probe at a test
-instance, never at production. A spawned server inherits this environment
-and its stderr is kept back, shown only if the probe cannot run.""",
+Without --tool, tools, then prompts and resources, are tried in turn with
+placeholder arguments (tools annotated destructiveHint: true are skipped):
+point the probe at a test instance, never at production. A spawned server
+inherits this environment and its stderr is kept back, shown only if the
+probe cannot run.""",
         epilog="exit codes: 0 no FAIL, 1 at least one FAIL, 2 a usage error, a server that did not\n"
         "start or offers no input-required tool, or a check that could not complete (ERROR)",
     )
@@ -280,13 +304,34 @@ and its stderr is kept back, shown only if the probe cannot run.""",
         help="the command that starts the server over stdio, after --",
     )
     probe.add_argument("--url", help="a streamable HTTP endpoint instead, e.g. http://127.0.0.1:8000/mcp")
+    for flag, help_text in (
+        (
+            "--header",
+            "an HTTP header for --url, e.g. 'Authorization: Bearer ...' (repeatable; never printed)",
+        ),
+        (
+            "--header2",
+            "the headers of a second identity, for the other-user check (repeatable; never printed)",
+        ),
+    ):
+        probe.add_argument(
+            flag, action="append", type=_header, default=[], metavar="'NAME: VALUE'", help=help_text
+        )
     probe.add_argument(
-        "--header",
+        "--env2",
         action="append",
-        type=_header,
+        type=_variable,
         default=[],
-        metavar="'NAME: VALUE'",
-        help="an HTTP header for --url, e.g. 'Authorization: Bearer ...' (repeatable; never printed)",
+        metavar="NAME=VALUE",
+        help="start a second server process with this added to its environment, as a second identity "
+        "for the other-user check (repeatable; never printed)",
+    )
+    probe.add_argument(
+        "--ttl",
+        type=_seconds,
+        metavar="SECONDS",
+        help="the server's state lifetime: the expiry check waits it out (default: the exp a readable "
+        "state carries, if within 10 s)",
     )
     probe.add_argument("--tool", metavar="NAME", help="probe this tool instead of searching for one")
     probe.add_argument(

@@ -102,6 +102,7 @@ class Codec:
         "_modes",
         "_random_bytes",
         "_ttl",
+        "_urandom",
         "_wires",
     )
 
@@ -131,6 +132,9 @@ class Codec:
         self._bound_keys_cached: Final = self._keys._bound_keys_cached
         self._mint: Final = self._wires[0]
         self._random_bytes: Final = self._mint.nonce_bytes + TOKEN_ID_BYTES
+        # The CSPRNG. The known-answer vectors replace it with fixed bytes, as
+        # Fernet's _encrypt_from_parts takes them; nothing else may.
+        self._urandom: Callable[[int], bytes] = os.urandom
 
     @property
     def keys(self) -> KeyRing:
@@ -189,13 +193,6 @@ class Codec:
                 a state msgspec cannot encode, or a token over ``max_token_bytes``.
             KeyBudgetExhausted: the minting key has sealed its AES-GCM limit.
         """
-        return self._encode_with(state, subject, tool, now, os.urandom)
-
-    def _encode_with(
-        self, state: object, subject: str, tool: str | None, now: int | None, urandom: Callable[[int], bytes]
-    ) -> str:
-        # The deterministic entry point behind encode (as Fernet's
-        # _encrypt_from_parts): the vectors pass a fixed urandom.
         # The clock is read inline, as in _verified: a call less per token.
         if now is None:
             exp = int(time.time() if self._clock is None else self._clock()) + self._ttl
@@ -204,11 +201,15 @@ class Codec:
         if exp > INT64_MAX:
             raise ValueError("now + ttl must fit in a signed 64-bit integer")
         text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
-        key, bind_tag, aad = self._bound_keys(subject, tool)[0]
+        try:
+            bound_keys = self._bound_keys_cached.get((subject, tool))
+        except TypeError:  # unhashable: _bound_keys raises, saying what an identity must be
+            bound_keys = None
+        key, bind_tag, aad = (bound_keys or self._bound_keys(subject, tool))[0]
         wire = self._mint
         split = wire.nonce_bytes
         # One read of the CSPRNG per token: the nonce (if any), then the token id.
-        random = urandom(self._random_bytes)
+        random = self._urandom(self._random_bytes)
         token = wire.seal(build_payload(text, exp, bind_tag, random[split:].hex()), key, aad, random[:split])
         if len(token) > self._max_token_bytes:
             raise ValueError(

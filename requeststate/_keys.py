@@ -42,7 +42,7 @@ DEFAULT_AESGCM_WARN_SHARE: Final = 0.5
 
 logger = logging.getLogger("requeststate")
 
-# SPEC "Keys": HKDF-SHA256, 32 zero bytes of salt, one info label per subkey.
+# docs/wire-format.md, "Keys": HKDF-SHA256, 32 zero bytes of salt, one info label per subkey.
 _HKDF_SALT: Final = bytes(32)
 _ENC_INFO: Final = b"mcp.requestState aes-256-gcm key"
 _MAC_INFO: Final = b"mcp.requestState bind-hmac key"

@@ -36,7 +36,6 @@ CORE_MODULES = (
 )
 # The fast tests of those modules: no subprocesses, no servers, no hypothesis search.
 CORE_TESTS = (
-    "test_adapter.py",
     "test_base64.py",
     "test_codec.py",
     "test_encrypted.py",

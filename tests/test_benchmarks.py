@@ -240,3 +240,46 @@ def test_guards_on_a_loopback_redis() -> None:
         assert row.best_us is not None
         assert row.best_us > 0
         assert row.samples == 2
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("redis") is None
+    or shutil.which("redis-server") is None
+    or shutil.which("redis-cli") is None,
+    reason="needs the redis package, redis-server and redis-cli on PATH",
+)
+def test_claims_on_every_redis_setup_report_rate_and_percentiles() -> None:
+    rows = guards.measure_claims(5)
+    assert [(row.setup, row.path) for row in rows] == [
+        (setup, path) for setup in guards.CLAIM_SETUPS for path in (guards.SYNC_CLAIM, guards.ASYNC_CLAIM)
+    ]
+    for row in rows:
+        assert (row.unavailable, row.claims) == (None, 5), row
+        assert row.per_second is not None
+        assert row.per_second > 0
+        assert row.p50_us is not None
+        assert row.p99_us is not None
+        assert 0 < row.p50_us <= row.p99_us
+
+
+def test_claim_rows_of_a_setup_that_did_not_start_say_why() -> None:
+    results = dataclasses.replace(
+        run(TINY),
+        guards=guards.GuardResults(
+            rounds=1,
+            batch=1,
+            redis="not measured",
+            claims=[guards.ClaimRow(guards.CLUSTER, guards.SYNC_CLAIM, unavailable="no redis-cli")],
+        ),
+    )
+    report = render(results, judge(results))
+    (line,) = [line for line in report.splitlines() if "not available: no redis-cli" in line]
+    assert [cell.strip() for cell in line.strip("|").split("|")] == [
+        "cluster, 3 masters",
+        "claim",
+        "-",
+        "-",
+        "-",
+        "-",
+        "not available: no redis-cli",
+    ]

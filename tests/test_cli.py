@@ -15,7 +15,7 @@ from requeststate import _cli
 from requeststate._base64 import b64decode
 from requeststate._cli import main, run_demo
 from tests.conftest import NOW, SECRET
-from tests.reference import b64
+from tests.support.reference import b64
 
 SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
 KEY_ENV = {"TEST_KEYS": b64(SECRET)}

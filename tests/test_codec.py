@@ -13,8 +13,8 @@ import requeststate as rs
 from requeststate._base64 import b64decode
 from requeststate._envelope import MAX_JSON_DEPTH
 from requeststate._modes import MODE_BY_PREFIX
-from tests import reference as ref
 from tests.conftest import ALL_MODES, NOW, OTHER_SECRET, SECRET
+from tests.support import reference as ref
 
 
 class Step(msgspec.Struct):
@@ -144,7 +144,8 @@ def test_encrypted_token_hides_state(ring: rs.KeyRing, mode: rs.Mode) -> None:
 def test_deterministic_entry_point_matches_the_reference(ring: rs.KeyRing, mode: rs.Mode) -> None:
     random = bytes(range(100))
     codec = rs.Codec(ring, mode=mode, ttl=10)
-    token = codec._encode_with("s", "alice", "book", NOW, lambda size: random[:size])
+    codec._urandom = lambda size: random[:size]
+    token = codec.encode("s", subject="alice", tool="book", now=NOW)
     nonce_size = {rs.Mode.SIGNED: 0, rs.Mode.ENCRYPTED: 12, rs.Mode.XCHACHA: 24}[mode]
     token_id = random[nonce_size : nonce_size + 16].hex()
     expected = ref.token(mode, SECRET, "s", NOW + 10, "alice", "book", random[:nonce_size], token_id)

@@ -5,8 +5,8 @@ import pytest
 import requeststate as rs
 from requeststate._base64 import b64decode, b64encode
 from requeststate._encrypted import ENCRYPTED, XCHACHA, AeadMode
-from tests import reference as ref
 from tests.conftest import OTHER_SECRET, SECRET
+from tests.support import reference as ref
 
 PAYLOAD = b'{"s":"secret","exp":1,"b":"' + b"0" * 64 + b'"}'
 TAG = "a" * 64

@@ -12,8 +12,8 @@ from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
 
 import requeststate as rs
 from requeststate._keys import BoundKey, bind_input, derive_subkey
-from tests import reference as ref
 from tests.conftest import OTHER_SECRET, SECRET
+from tests.support import reference as ref
 
 
 def test_subkeys_follow_the_spec_hkdf_labels() -> None:

@@ -10,8 +10,8 @@ import requeststate as rs
 from benchmarks.timing import measure_interleaved
 from requeststate._base64 import b64decode, b64encode
 from requeststate._signed import SIGNED
-from tests import reference as ref
 from tests.conftest import NOW, OTHER_SECRET, SECRET
+from tests.support import reference as ref
 
 PAYLOAD = b'{"s":"x","exp":1,"b":"' + b"0" * 64 + b'"}'
 

@@ -1,7 +1,7 @@
 """MCP identities and tokens from the wire format alone (docs/wire-format.md), never through requeststate.
 
 Tokens are minted and opened as an mcp.d server would, through the
-independent tests/reference.py; the MCP bindings' tool strings are built here
+independent tests/support/reference.py; the MCP bindings' tool strings are built here
 from their documented layout, so a change of layout fails a test.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from tests.reference import b64, bind_tag, enc_key, mac_key, token
+from tests.support.reference import b64, bind_tag, enc_key, mac_key, token
 
 __all__ = ["b64", "bind_tag", "boundary_tool", "mint", "open_token", "principal"]
 
@@ -29,7 +29,7 @@ def unb64(text: str) -> bytes:
 
 
 def mint(secret: bytes, state: str, exp: int, subject: str, tool: str | None, mode: str) -> str:
-    """A token as mcp.d writes it (no id member), through tests/reference.py."""
+    """A token as mcp.d writes it (no id member), through tests/support/reference.py."""
     return token(mode, secret, state, exp, subject, tool, os.urandom(24 if mode == "xchacha" else 12))
 
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests import reference as ref
+from tests.support import reference as ref
 
 HERE = Path(__file__).parent
 SPEC_SECRET = bytes(range(32))

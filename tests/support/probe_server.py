@@ -1,4 +1,4 @@
-"""MCP servers for tests/test_probe.py, over stdio: ``python -m tests.probe_server KIND``.
+"""MCP servers for tests/test_probe.py, over stdio: ``python -m tests.support.probe_server KIND``.
 
 KIND is one of:
 

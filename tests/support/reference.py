@@ -1,4 +1,4 @@
-"""SPEC.md written again from scratch, for known-answer tests.
+"""docs/wire-format.md written again from scratch, for known-answer tests.
 
 Uses only the standard library and ``cryptography``, never the package, so a
 vector that both produce is evidence that the package follows the spec rather

@@ -1,0 +1,123 @@
+"""Placeholder values from JSON Schema: arguments for a first call, answers to every input request."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from mcp_types import (
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequests,
+    InputResponses,
+    ListRootsRequest,
+    ListRootsResult,
+    Prompt,
+    TextContent,
+    Tool,
+)
+
+_TEMPLATE_VARIABLE: Final = re.compile(r"\{[^{}]*\}")
+PLACEHOLDER: Final = "probe"
+
+
+def _placeholder(schema: object) -> object:
+    """A plausible value for ``schema``: the same one every time, so every round is answered alike."""
+    if not isinstance(schema, Mapping):
+        return PLACEHOLDER
+    for keyword in ("const", "default"):
+        if keyword in schema:
+            return schema[keyword]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        branches = schema.get(keyword)
+        if isinstance(branches, list) and branches:
+            return _placeholder(branches[0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "integer" or kind == "number":
+        low, high = schema.get("minimum"), schema.get("maximum")
+        value = low if isinstance(low, int | float) else 1
+        return high if isinstance(high, int | float) and high < value else value
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    if kind == "array":
+        items = schema.get("items")
+        count = schema.get("minItems")
+        return [_placeholder(items)] * (count if isinstance(count, int) else 0)
+    if kind == "object" or "properties" in schema:
+        return _object(schema, every_property=False)
+    return _string(schema)
+
+
+def _string(schema: Mapping[str, Any]) -> str:
+    by_format = {
+        "date": "2026-12-01",
+        "date-time": "2026-12-01T12:00:00Z",
+        "time": "12:00:00",
+        "email": "probe@example.com",
+        "uri": "https://example.com/",
+    }
+    text = by_format.get(str(schema.get("format")), PLACEHOLDER)
+    shortest, longest = schema.get("minLength"), schema.get("maxLength")
+    if isinstance(shortest, int):
+        text = text.ljust(shortest, "x")
+    if isinstance(longest, int):
+        text = text[:longest]
+    return text
+
+
+def _object(schema: Mapping[str, Any], *, every_property: bool) -> dict[str, Any]:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    required = schema.get("required")
+    wanted = set(required) if isinstance(required, list) else set()
+    return {name: _placeholder(sub) for name, sub in properties.items() if every_property or name in wanted}
+
+
+def placeholder_arguments(tool: Tool) -> dict[str, Any]:
+    """Arguments for ``tool``: its required properties only, each with a placeholder value."""
+    return _object(tool.input_schema, every_property=False)
+
+
+def every_argument(tool: Tool) -> dict[str, Any]:
+    """Arguments for ``tool``: every property it declares, each with a placeholder value."""
+    return _object(tool.input_schema, every_property=True)
+
+
+def prompt_arguments(prompt: Prompt) -> dict[str, Any]:
+    """Arguments for ``prompt``: its required arguments, each the placeholder string."""
+    return {argument.name: PLACEHOLDER for argument in prompt.arguments or () if argument.required}
+
+
+def expand(uri_template: str) -> str:
+    """``uri_template`` (RFC 6570) with every expression replaced by the placeholder."""
+    return _TEMPLATE_VARIABLE.sub(PLACEHOLDER, uri_template)
+
+
+def answers(requests: InputRequests | None) -> InputResponses:
+    """Answer every input request alike: accept each form with placeholder values."""
+    replies: InputResponses = {}
+    for key, request in (requests or {}).items():
+        if isinstance(request, ElicitRequest):
+            params = request.params
+            if isinstance(params, ElicitRequestFormParams):
+                content = _object(params.requested_schema, every_property=True)
+                replies[key] = ElicitResult(action="accept", content=content)
+            else:
+                replies[key] = ElicitResult(action="accept")
+        elif isinstance(request, CreateMessageRequest):
+            text = TextContent(type="text", text=PLACEHOLDER)
+            replies[key] = CreateMessageResult(role="assistant", content=text, model="requeststate-probe")
+        elif isinstance(request, ListRootsRequest):
+            replies[key] = ListRootsResult(roots=[])
+    return replies

@@ -1,0 +1,180 @@
+"""What the probe found: the target, one line per check, the verdict, and how they print."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeAlias
+
+Result: TypeAlias = Literal["PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR"]
+"""PASS: refused as it should be (a JSON-RPC error or a re-elicit). FAIL: accepted what it
+should have refused. WARN: refused only by a tool error result (``isError``) or an internal
+error (-32603), which is also what a handler crashing on the mutated state answers, so it
+proves nothing. INFO: worth knowing, not a failure. SKIP: not applicable to this server, or
+it needs an option. ERROR: the check could not complete."""
+
+RESULTS: Final[tuple[Result, ...]] = ("PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR")
+EXIT_OK: Final = 0
+EXIT_FAIL: Final = 1
+EXIT_SETUP: Final = 2
+
+VERDICT_SCOPE: Final = (
+    "A PASS means the server refused that attempt, by a JSON-RPC error or a re-elicit. It does not "
+    "prove the state unforgeable: the probe knows common encodings, not every one, and has no key. "
+    "SKIP rows were not tested, WARN rows prove nothing."
+)
+
+
+def escape(text: str) -> str:
+    """``text`` safe for a terminal: control and other unprintable characters as escapes.
+
+    Server-provided text (names, messages, logs) reaches the table through this, so a
+    server cannot move the cursor, recolour or rewrite the report (terminal escape injection).
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the server is: a command to spawn over stdio, a streamable HTTP URL, or an in-process server.
+
+    ``headers`` go with every HTTP request (``--header``); ``env`` is added to the spawned
+    command's environment (``--env2`` builds a second identity that way). ``server`` is an
+    ``mcp`` ``Server`` or ``MCPServer`` object, connected in memory (the SDK's test transport):
+    probe your own server from its test suite.
+    """
+
+    command: Sequence[str] = ()
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    server: object | None = None
+
+    def describe(self) -> str:
+        """One line naming the server, without header or environment values (they may hold credentials)."""
+        if self.url is not None:
+            return f"streamable HTTP {self.url}"
+        if self.server is not None:
+            return f"in-process {type(self.server).__name__}"
+        return "stdio: " + " ".join(self.command)
+
+    def to_json(self) -> dict[str, Any]:
+        """The target for the JSON report, without header or environment values."""
+        if self.url is not None:
+            return {"transport": "streamable-http", "url": self.url}
+        if self.server is not None:
+            return {"transport": "in-process"}
+        return {"transport": "stdio", "command": list(self.command)}
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to probe: what to call, what to demand, and what the server's state should withstand.
+
+    ``tool`` and ``arguments`` name the tool to probe and its arguments (default: the first
+    tool, prompt or resource that answers input-required, with placeholder arguments).
+    ``single_use`` and ``require_confidential`` turn a replay and a readable state from INFO
+    into FAIL. ``ttl`` is the server's state lifetime in seconds, for the expiry check (the
+    probe waits it out). ``second`` is the same server as another identity (other headers,
+    another environment, or another in-process server object sharing the keys), for the
+    other-user check.
+    """
+
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    single_use: bool = False
+    require_confidential: bool = False
+    ttl: float | None = None
+    second: Target | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report."""
+
+    id: str
+    name: str
+    result: Result
+    detail: str
+
+
+@dataclass
+class Report:
+    """What the probe found; ``exit_code`` is 1 on any FAIL, 2 on an ERROR without a FAIL, else 0."""
+
+    target: Target
+    protocol: str = ""
+    server: str = ""
+    kind: str = "tool"
+    tool: str = ""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    asks: list[str] = field(default_factory=list)
+    other_tool: str | None = None
+    state: str = ""
+    baseline: str = ""
+    checks: list[Check] = field(default_factory=list)
+
+    def counts(self) -> dict[Result, int]:
+        """How many checks ended in each result."""
+        return {result: sum(check.result == result for check in self.checks) for result in RESULTS}
+
+    @property
+    def exit_code(self) -> int:
+        """1 if any check FAILed, else 2 if any check could not complete, else 0."""
+        counts = self.counts()
+        if counts["FAIL"]:
+            return EXIT_FAIL
+        return EXIT_SETUP if counts["ERROR"] else EXIT_OK
+
+    def summary(self) -> str:
+        """``8 PASS, 0 FAIL, 1 INFO, 1 SKIP``, then the verdict."""
+        counts = self.counts()
+        shown = [f"{counts[r]} {r}" for r in RESULTS if r not in ("WARN", "ERROR") or counts[r]]
+        verdict = {
+            EXIT_OK: "no attempt was accepted",
+            EXIT_FAIL: "the server accepted a state it should have refused",
+            EXIT_SETUP: "some checks could not complete",
+        }[self.exit_code]
+        if self.exit_code == EXIT_OK and counts["WARN"]:
+            verdict += ", but some refusals looked like crashes (WARN), which prove nothing"
+        return f"{', '.join(shown)}: {verdict}"
+
+    def table(self) -> str:
+        """The human-readable report; every server-provided string is escaped."""
+        arguments = json.dumps(self.arguments, ensure_ascii=True)
+        asks = escape(", ".join(self.asks)) or "(nothing: state only)"
+        lines = [
+            f"requeststate probe: {escape(self.target.describe())}",
+            f"server:    {escape(self.server) or '(unnamed)'}, protocol {escape(self.protocol)}",
+            f"{self.kind + ':':10} {escape(self.tool)} {arguments}, asks for: {asks}",
+            f"state:     {escape(self.state)}",
+            f"baseline:  {escape(self.baseline)}",
+            "",
+        ]
+        width = max([len("CHECK"), *(len(check.name) for check in self.checks)])
+        lines.append(f"{'CHECK':{width}}  RESULT  DETAIL")
+        lines += [f"{check.name:{width}}  {check.result:6}  {escape(check.detail)}" for check in self.checks]
+        lines += ["", self.summary(), *textwrap.wrap(VERDICT_SCOPE, width=100)]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON-ready document, for CI."""
+        return {
+            "target": self.target.to_json(),
+            "server": self.server,
+            "protocol": self.protocol,
+            "tool": {"kind": self.kind, "name": self.tool, "arguments": self.arguments, "asks": self.asks},
+            "other_tool": self.other_tool,
+            "state": self.state,
+            "baseline": self.baseline,
+            "checks": [
+                {"id": c.id, "name": c.name, "result": c.result, "detail": c.detail} for c in self.checks
+            ],
+            "summary": dict(self.counts()),
+            "verdict_scope": VERDICT_SCOPE,
+            "exit_code": self.exit_code,
+        }

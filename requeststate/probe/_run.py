@@ -1,0 +1,290 @@
+"""Entry points: connect, find what to probe, check the baseline, run the checks, print the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Final, TextIO
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ._checks import Plan, run_checks
+from ._encodings import parse_json
+from ._mutations import PREFIX
+from ._placeholders import answers
+from ._report import EXIT_SETUP, Options, Report, Target, escape
+from ._session import (
+    Endpoint,
+    ProbeError,
+    Session,
+    TransportFailure,
+    all_tools,
+    asks,
+    attempt,
+    candidates,
+    error_text,
+    signature,
+    tool_candidate,
+)
+
+DEFAULT_TIMEOUT: Final = 20.0
+_SERVER_LOG_LINES: Final = 20
+_UNAUTHORIZED: Final = frozenset({401, 403})
+_DEFAULTS: Final = Options()
+
+
+@dataclass
+class _HTTPStatus:
+    """The statuses an HTTP server answered with, to explain a refused connection."""
+
+    seen: set[int] = field(default_factory=set)
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        self.seen.add(response.status_code)
+
+
+@asynccontextmanager
+async def _connect(target: Target, server_log: TextIO) -> AsyncIterator[Client]:
+    statuses = _HTTPStatus()
+    async with AsyncExitStack() as stack:
+        if target.url is not None:
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=dict(target.headers), event_hooks={"response": [statuses]})
+            )
+            transport: Any = streamable_http_client(target.url, http_client=http)
+        elif target.server is not None:
+            transport = target.server  # the SDK connects a Server or MCPServer object in memory
+        else:
+            # The command is the user's own, as in a shell: it inherits the environment (its keys
+            # included), unlike the SDK's default of a safe subset for servers an app launches.
+            command, *args = target.command
+            env = {**os.environ, **target.env}
+            transport = stdio_client(
+                StdioServerParameters(command=command, args=args, env=env), errlog=server_log
+            )
+        try:
+            client = await stack.enter_async_context(Client(transport, cache=None))
+        except Exception as error:  # any failure to start or connect is a setup error
+            denied = sorted(statuses.seen & _UNAUTHORIZED)
+            if denied:
+                raise ProbeError(
+                    f"the server answered HTTP {denied[0]}: it wants credentials; pass them with "
+                    "--header 'Authorization: Bearer ...' (repeatable, never printed)"
+                ) from None
+            raise ProbeError(f"could not connect to the server: {_reason(error)}") from None
+        yield client
+
+
+@asynccontextmanager
+async def _session(target: Target, server_log: TextIO, loose: bool) -> AsyncIterator[Session]:
+    """Another connection, for the checks that need one; its failures surface outside the transport."""
+    failure: Exception | None = None
+    async with _connect(target, server_log) as client:
+        try:
+            yield Session(client, loose=loose)
+        except (TransportFailure, MCPError) as error:  # keep it out of the transport's exception group
+            failure = error
+    if failure is not None:
+        raise failure
+
+
+def _reason(error: BaseException) -> str:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    text = str(error) or type(error).__name__
+    return f"{type(error).__name__}: {text}" if str(error) else text
+
+
+async def probe(
+    target: Target, options: Options = _DEFAULTS, *, timeout: float | None = None, server_log: TextIO
+) -> Report:
+    """Probe the server at ``target``; raises ``ProbeError`` when it cannot (exit code 2).
+
+    ``timeout`` bounds the probe's own work (``TimeoutError``); the expiry check's wait comes
+    on top. ``server_log`` receives the stderr of a server spawned over stdio.
+    """
+    if not target.command and target.url is None and target.server is None:
+        raise ProbeError("name a server: a command after --, or --url")
+    with anyio.fail_after(timeout) as scope:
+
+        def extend(seconds: float) -> None:
+            scope.deadline += seconds
+
+        return await _probe(target, options, extend, server_log)
+
+
+async def _probe(
+    target: Target, options: Options, extend: Callable[[float], None], server_log: TextIO
+) -> Report:
+    report = Report(target)
+    failure: ProbeError | None = None
+    async with _connect(target, server_log) as client:
+        # Raised in here, an error would reach the caller wrapped in the transport's exception
+        # group: keep it until the connection is closed.
+        try:
+            session, first, other = await _set_up(client, report, options.tool, options.arguments)
+            second = options.second
+            plan = Plan(
+                session,
+                first,
+                other,
+                options,
+                extend,
+                again=partial(_session, target, server_log, session.loose),
+                second=None if second is None else partial(_session, second, server_log, session.loose),
+            )
+            await run_checks(plan, report)
+        except ProbeError as error:
+            failure = error
+    if failure is not None:
+        raise failure
+    return report
+
+
+async def _set_up(
+    client: Client, report: Report, tool: str | None, arguments: dict[str, Any] | None
+) -> tuple[Session, Endpoint, Endpoint | None]:
+    report.protocol = client.protocol_version
+    report.server = client.server_info.name if client.server_info is not None else ""
+    if report.protocol not in MODERN_PROTOCOL_VERSIONS:
+        raise ProbeError(
+            f"the server negotiated protocol {report.protocol}; input-required results need "
+            f"{' or '.join(MODERN_PROTOCOL_VERSIONS)}"
+        )
+    session = Session(client)
+    try:
+        first, other = await _find(session, tool, arguments)
+        report.kind, report.tool, report.arguments = first.kind, first.name, first.arguments
+        report.asks = asks(first.first)
+        report.other_tool = other.label() if other is not None else None
+        assert first.first.request_state is not None
+        report.state = _describe_state(first.first.request_state)
+        await _baseline(session, first, report)
+        if other is not None:
+            other.restart = signature(other.first, loose=session.loose)
+    except (TransportFailure, MCPError) as error:
+        text = error_text(error) if isinstance(error, MCPError) else str(error)
+        raise ProbeError(f"setting up the probe failed: {text}") from None
+    return session, first, other
+
+
+async def _find(
+    session: Session, wanted: str | None, arguments: dict[str, Any] | None
+) -> tuple[Endpoint, Endpoint | None]:
+    """What to probe (the named tool, else the first that answers input-required) and, for the
+    cross-target check, one more tool, prompt or resource that does."""
+    tools = await all_tools(session.client)
+    pool = await candidates(session.client, tools, None if wanted is not None else arguments)
+    found: list[Endpoint] = []
+    if wanted is not None:
+        named = [tool for tool in tools if tool.name == wanted]
+        if not named:
+            raise ProbeError(f"the server lists no tool named {wanted!r}")
+        endpoint = await attempt(session, tool_candidate(named[0], arguments))
+        if endpoint is None:
+            raise ProbeError(
+                f"tool {wanted!r} answered no input-required with a requestState to "
+                + ("these arguments" if arguments is not None else "placeholder arguments")
+                + "; pass --arguments JSON"
+            )
+        found.append(endpoint)
+        pool = [c for c in pool if (c[0], c[1]) != ("tool", wanted)]
+    for candidate in pool:
+        if len(found) == 2:
+            break
+        endpoint = await attempt(session, candidate)
+        if endpoint is not None:
+            found.append(endpoint)
+    if not found:
+        raise ProbeError(
+            "no listed tool, prompt or resource answered input-required with a requestState"
+            + (" to these arguments" if arguments is not None else " to placeholder arguments")
+            + "; name a tool with --tool and pass --arguments JSON"
+        )
+    return found[0], found[1] if len(found) == 2 else None
+
+
+def _describe_state(token: str) -> str:
+    prefix, dot, _ = token.partition(".")
+    if dot and PREFIX.fullmatch(prefix):
+        shape = f"{prefix}. token, {token.count('.') + 1} parts"
+    elif parse_json(token) is not None:
+        shape = "JSON text"
+    else:
+        shape = "no prefix"
+    return f"{shape}, {len(token)} characters"
+
+
+async def _baseline(session: Session, target: Endpoint, report: Report) -> None:
+    """Check that a valid echo is accepted and can be told apart from a re-elicit."""
+    second, _ = await session.first_round(target)
+    if signature(second, loose=False) != signature(target.first, loose=False):
+        session.loose = True  # first rounds vary (a nonce in a message?): compare keys and methods only
+    target.restart = signature(target.first, loose=session.loose)
+    assert target.first.request_state is not None
+    outcome = await session.echo(target, target.first.request_state, answers(target.first.input_requests))
+    if outcome.restarted:
+        raise ProbeError(
+            "the server answers the unmodified state exactly as a call without requestState (it asks "
+            "the same again), so a re-elicit cannot be told from acceptance: name a tool whose next "
+            "round differs (--tool, --arguments)"
+        )
+    if not outcome.accepted:
+        raise ProbeError(
+            f"the unmodified state is not accepted ({outcome.detail.removeprefix('refused: ')}), so no "
+            "mutation can be judged: check the server's keys and the tool's arguments (--arguments)"
+        )
+    report.baseline = "the unmodified state is " + outcome.detail
+
+
+def _tail(log: TextIO) -> str:
+    log.seek(0)
+    lines = log.read().splitlines()[-_SERVER_LOG_LINES:]
+    return "\n".join(f"  | {escape(line)}" for line in lines)
+
+
+def run(
+    target: Target,
+    options: Options = _DEFAULTS,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    as_json: bool = False,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Run the probe, print the table (or JSON) to ``out`` and errors to ``err``; return the exit code.
+
+    ``timeout`` bounds the probe's own work; the expiry check's wait comes on top.
+    """
+
+    async def bounded() -> Report:
+        return await probe(target, options, timeout=timeout, server_log=server_log)
+
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as server_log:
+        try:
+            report = anyio.run(bounded)
+        except (ProbeError, TimeoutError) as error:
+            message = (
+                str(error) if isinstance(error, ProbeError) else f"the probe timed out after {timeout:g} s"
+            )
+            print(f"error: {escape(message)}", file=err)
+            tail = _tail(server_log)
+            if tail:
+                print(f"the server's stderr (last lines):\n{tail}", file=err)
+            return EXIT_SETUP
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=True), file=out)
+    else:
+        print(report.table(), file=out)
+    return report.exit_code

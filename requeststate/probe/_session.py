@@ -1,0 +1,286 @@
+"""Talking to the server: discovery of what answers input-required, fresh first rounds, echoes, verdicts.
+
+Tools, prompts and resources (listed and templated) all carry ``requestState``;
+an ``Endpoint`` is one of them with the arguments (or URI) it is called with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
+
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    REQUEST_TIMEOUT,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    InputResponses,
+    Prompt,
+    ReadResourceResult,
+    Tool,
+)
+
+from ._encodings import edits
+from ._placeholders import answers, every_argument, expand, placeholder_arguments, prompt_arguments
+
+
+class ProbeError(Exception):
+    """The probe could not run: the server did not start, or offers nothing to probe (exit 2)."""
+
+
+class TransportFailure(Exception):
+    """The connection broke or a request timed out: no verdict on the state."""
+
+
+Kind: TypeAlias = Literal["tool", "prompt", "resource"]
+Answer: TypeAlias = CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
+
+_TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
+_COMPLETED: Final = {
+    "tool": "the tool completed",
+    "prompt": "the prompt was returned",
+    "resource": "the resource was read",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The server's answer to an echo: accepted or not, and how.
+
+    ``crashed``: refused the way a handler crashing on the state answers, a tool error result
+    (``isError``) or JSON-RPC -32603, so the refusal proves nothing. ``restarted``: refused by
+    a re-elicit.
+    """
+
+    accepted: bool
+    detail: str
+    restarted: bool = False
+    crashed: bool = False
+
+
+@dataclass
+class Endpoint:
+    """A tool, prompt or resource that answers input-required, and what it is called with."""
+
+    kind: Kind
+    name: str  # the URI, for a resource
+    arguments: dict[str, Any]
+    first: InputRequiredResult
+    other_arguments: dict[str, Any] | None = None  # for the argument-binding check; None: no arguments
+    restart: str = ""  # signature of a first round: an answer matching it is a re-elicit
+
+    def label(self) -> str:
+        """``tool book_table``, for details."""
+        return f"{self.kind} {self.name}"
+
+
+def asks(result: InputRequiredResult) -> list[str]:
+    """The keys of what an input-required result asks for."""
+    return sorted(result.input_requests or {})
+
+
+def signature(result: InputRequiredResult, *, loose: bool) -> str:
+    """What a first round asks, to recognise a re-elicit: in full, or (``loose``) keys and methods only."""
+    requests = result.input_requests or {}
+    if loose:
+        body: object = sorted((key, request.method) for key, request in requests.items())
+    else:
+        body = {
+            key: request.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for key, request in requests.items()
+        }
+    return json.dumps(body, sort_keys=True)
+
+
+def error_text(error: MCPError) -> str:
+    """``JSON-RPC -32602 Invalid or expired requestState``."""
+    return f"JSON-RPC {error.code} {error.message}"
+
+
+class Session:
+    """One connection: fresh first rounds, echoes, and the verdict on each echo."""
+
+    def __init__(self, client: Client, *, loose: bool = False) -> None:
+        self.client = client
+        self.loose = loose
+
+    async def call(
+        self,
+        target: Endpoint,
+        state: str | None = None,
+        replies: InputResponses | None = None,
+        *,
+        arguments: dict[str, Any] | None = None,
+    ) -> Answer:
+        """Call ``target`` (with other ``arguments``, if given), echoing ``state`` and ``replies``."""
+        sent = target.arguments if arguments is None else arguments
+        return await self.call_as(target.kind, target.name, sent, state, replies)
+
+    async def call_as(
+        self,
+        kind: Kind,
+        name: str,
+        sent: dict[str, Any],
+        state: str | None = None,
+        replies: InputResponses | None = None,
+    ) -> Answer:
+        """Call the tool, prompt or resource ``name``; a lost connection raises ``TransportFailure``."""
+        session = self.client.session
+        result: object
+        try:
+            if kind == "tool":
+                result = await session.call_tool(
+                    name, sent, allow_input_required=True, request_state=state, input_responses=replies
+                )
+            elif kind == "prompt":
+                result = await session.get_prompt(
+                    name,
+                    {key: str(value) for key, value in sent.items()},
+                    allow_input_required=True,
+                    request_state=state,
+                    input_responses=replies,
+                )
+            else:
+                result = await session.read_resource(
+                    name, allow_input_required=True, request_state=state, input_responses=replies
+                )
+        except MCPError as error:
+            if error.code in _TRANSPORT_CODES:
+                raise TransportFailure(error_text(error)) from None
+            raise
+        if not isinstance(
+            result, CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
+        ):
+            raise TransportFailure(f"unexpected result type {type(result).__name__}")  # a claimed extension
+        return result
+
+    async def first_round(
+        self, target: Endpoint, *, arguments: dict[str, Any] | None = None
+    ) -> tuple[InputRequiredResult, str]:
+        """A new first round of ``target``: an input-required result, and its state."""
+        try:
+            result = await self.call(target, arguments=arguments)
+        except MCPError as error:
+            raise TransportFailure(f"a first round failed: {error_text(error)}") from None
+        if not isinstance(result, InputRequiredResult) or result.request_state is None:
+            raise TransportFailure(f"{target.label()} no longer answers input-required with a requestState")
+        return result, result.request_state
+
+    async def fresh(self, target: Endpoint) -> tuple[str, InputResponses]:
+        """A new first round of ``target``: its state, and the answers to what it asks."""
+        result, state = await self.first_round(target)
+        return state, answers(result.input_requests)
+
+    async def restart_of(self, target: Endpoint, arguments: dict[str, Any] | None = None) -> str:
+        """The signature of a first round on this connection (with ``arguments``, if given)."""
+        result, _ = await self.first_round(target, arguments=arguments)
+        return signature(result, loose=self.loose)
+
+    async def echo(
+        self,
+        target: Endpoint,
+        state: str,
+        replies: InputResponses,
+        *,
+        arguments: dict[str, Any] | None = None,
+        restart: str | None = None,
+    ) -> Outcome:
+        """Send ``state`` to ``target`` and judge the answer (see the package docstring).
+
+        ``restart`` is the first-round signature a re-elicit would match (default: the target's).
+        """
+        try:
+            result = await self.call(target, state, replies, arguments=arguments)
+        except MCPError as error:
+            if error.code == INTERNAL_ERROR:
+                return Outcome(
+                    False, f"refused by an internal error, not -32602: {error_text(error)}", crashed=True
+                )
+            return Outcome(False, f"refused: {error_text(error)}")
+        if isinstance(result, CallToolResult) and result.is_error:
+            # Its text is left out: an error from a handler that parsed the state may quote the state.
+            return Outcome(False, "refused by a tool error (isError), not -32602", crashed=True)
+        if not isinstance(result, InputRequiredResult):
+            return Outcome(True, f"accepted: {_COMPLETED[target.kind]}")
+        if signature(result, loose=self.loose) == (target.restart if restart is None else restart):
+            return Outcome(False, "refused: re-elicited (asked the first round's questions again)", True)
+        what = ", ".join(asks(result)) or "nothing, state only"
+        return Outcome(True, f"accepted: the next round asks for {what}")
+
+
+# --- discovery ---------------------------------------------------------------------------------------------
+
+Candidate: TypeAlias = tuple[Kind, str, dict[str, Any], "dict[str, Any] | None"]
+"""kind, name (or URI), arguments, other arguments for the binding check."""
+
+
+def _changed(arguments: dict[str, Any], every: dict[str, Any]) -> dict[str, Any] | None:
+    """The arguments with one value changed; with none, every declared one; ``None`` if there are none."""
+    found = edits(arguments)
+    if found:
+        changed: dict[str, Any] = found[0].value  # type: ignore[assignment]
+        return changed
+    return every or None
+
+
+def tool_candidate(tool: Tool, arguments: dict[str, Any] | None) -> Candidate:
+    """How to call ``tool``: the given arguments, else placeholders for its required properties."""
+    sent = placeholder_arguments(tool) if arguments is None else arguments
+    return "tool", tool.name, sent, _changed(sent, every_argument(tool))
+
+
+def _prompt_candidate(prompt: Prompt) -> Candidate:
+    sent = prompt_arguments(prompt)
+    every = {argument.name: "probe" for argument in prompt.arguments or ()}
+    return "prompt", prompt.name, sent, _changed(sent, every)
+
+
+async def candidates(client: Client, tools: list[Tool], arguments: dict[str, Any] | None) -> list[Candidate]:
+    """Every tool not annotated destructive (called with ``arguments``, else placeholders), then every
+    prompt, resource and resource template."""
+    found = [
+        tool_candidate(tool, arguments)
+        for tool in tools
+        # discovery never calls a tool that says it is destructive; name it with --tool
+        if tool.annotations is None or tool.annotations.destructive_hint is not True
+    ]
+    capabilities = client.server_capabilities
+    if capabilities.prompts is not None:
+        found += [_prompt_candidate(prompt) for prompt in await _listed(client.list_prompts, "prompts")]
+    if capabilities.resources is not None:
+        found += [("resource", r.uri, {}, None) for r in await _listed(client.list_resources, "resources")]
+        templates = await _listed(client.list_resource_templates, "resource_templates")
+        found += [("resource", expand(t.uri_template), {}, None) for t in templates]
+    return found
+
+
+async def _listed(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+    listed = await fetch()
+    items = list(getattr(listed, field))
+    while listed.next_cursor:
+        listed = await fetch(cursor=listed.next_cursor)
+        items += getattr(listed, field)
+    return items
+
+
+async def all_tools(client: Client) -> list[Tool]:
+    """Every tool the server lists, across pages."""
+    return await _listed(client.list_tools, "tools")
+
+
+async def attempt(session: Session, candidate: Candidate) -> Endpoint | None:
+    """Call ``candidate`` once; the ``Endpoint`` if it answers input-required with a state, else ``None``."""
+    kind, name, arguments, other = candidate
+    try:
+        result = await session.call_as(kind, name, arguments)
+    except MCPError:
+        return None
+    if isinstance(result, InputRequiredResult) and result.request_state is not None:
+        return Endpoint(kind, name, arguments, result, other)
+    return None

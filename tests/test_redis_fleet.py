@@ -1,0 +1,494 @@
+"""RedisGuard across a fleet: a Redis Cluster, a master with a replica, outages, failovers and load.
+
+Every server is a real redis-server on loopback, started by support/redis_server.py.
+A double redemption is an id accepted (claimed ``True``) twice: once before a
+failure, once by the server that took over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+import redis.asyncio.cluster
+import redis.cluster
+
+from requeststate._guard import GuardUnavailable
+from requeststate.redis import AsyncRedisGuard, RedisGuard, redis_key
+
+from .support import redis_server
+from .support.redis_server import Cluster, Replicated, Server
+
+NOW = 2_000_000_000
+ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
+# For a WAIT that must time out (a paused or cut replica never answers). A WAIT or a claim that
+# must succeed gets far longer: it returns as soon as it is answered, and a loaded 2-core
+# machine can hold a server back past the default 250 ms.
+WAIT_SECONDS = 0.05
+PATIENT_SECONDS = 5.0
+LOAD_IDS = 25_000
+LOAD_PROCESSES = 4
+LOAD_SECONDS = 120.0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    # Three masters, each with a replica; the tests that kill a node build their own.
+    with redis_server.or_skip(redis_server.running_cluster(masters=3, replicas=1)) as running:
+        yield running
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"test-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def cluster_guard(cluster: Cluster, namespace: str) -> Iterator[RedisGuard]:
+    guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    yield guard
+    guard.close()
+
+
+@pytest.fixture
+def replicated() -> Iterator[Replicated]:
+    with redis_server.or_skip(redis_server.running_replicated()) as running:
+        yield running
+
+
+@pytest.fixture
+def cuttable() -> Iterator[Replicated]:
+    with redis_server.or_skip(redis_server.running_replicated(cuttable=True)) as running:
+        yield running
+
+
+def fresh_ids(count: int) -> list[str]:
+    return [uuid.uuid4().hex for _ in range(count)]
+
+
+def id_on(cluster: Cluster, namespace: str, master: Server) -> str:
+    """An id whose key lives on ``master``."""
+    return next(
+        token_id
+        for token_id in iter(lambda: uuid.uuid4().hex, None)
+        if cluster.master_of(redis_key(namespace, token_id)) == master
+    )
+
+
+def redeem_again(url: str, namespace: str, accepted: list[str]) -> int:
+    """How many ids accepted before a failover the server that took over accepts again."""
+    guard = RedisGuard.from_url(url, namespace=namespace, timeout=PATIENT_SECONDS)
+    try:
+        return sum(guard.claim(token_id, NOW + 300, NOW) for token_id in accepted)
+    finally:
+        guard.close()
+
+
+# --- Redis Cluster --------------------------------------------------------------------------------
+
+
+def test_cluster_first_claim_wins_and_second_is_a_replay(cluster_guard: RedisGuard) -> None:
+    assert [cluster_guard.claim(ID, NOW + 300, NOW), cluster_guard.claim(ID, NOW + 300, NOW)] == [True, False]
+
+
+def test_cluster_spreads_claims_over_every_master(
+    cluster: Cluster, cluster_guard: RedisGuard, namespace: str
+) -> None:
+    for token_id in fresh_ids(60):
+        cluster_guard.claim(token_id, NOW + 300, NOW)
+    held = [len(list(master.client().scan_iter(match=f"{namespace}:*"))) for master in cluster.masters]
+    assert sum(held) == 60
+    assert min(held) > 0, held
+
+
+def test_cluster_guard_on_an_existing_client(cluster: Cluster, namespace: str) -> None:
+    client = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.masters[1].port)
+    guard = RedisGuard(client, namespace=namespace)
+    try:
+        assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
+    finally:
+        guard.close()
+
+
+def test_async_cluster_concurrent_claims_of_each_id_win_once(cluster: Cluster, namespace: str) -> None:
+    ids = fresh_ids(20)
+
+    async def claims() -> list[bool]:
+        guard = AsyncRedisGuard.from_url(
+            cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS
+        )
+        try:
+            return await asyncio.gather(*(guard.claim(i, NOW + 300, NOW) for i in ids * 5))
+        finally:
+            await guard.aclose()
+
+    won = asyncio.run(claims())
+    assert Counter(token_id for token_id, claimed in zip(ids * 5, won, strict=True) if claimed) == Counter(
+        ids
+    )
+
+
+def test_async_cluster_guard_on_an_existing_client(cluster: Cluster, namespace: str) -> None:
+    async def claims() -> list[bool]:
+        guard = AsyncRedisGuard(redis.asyncio.cluster.RedisCluster.from_url(cluster.url), namespace=namespace)
+        try:
+            return [await guard.claim(ID, NOW + 300, NOW), await guard.claim(ID, NOW + 300, NOW)]
+        finally:
+            await guard.aclose()
+
+    assert asyncio.run(claims()) == [True, False]
+
+
+def test_cluster_paused_master_fails_closed_for_its_keys_only(cluster: Cluster, namespace: str) -> None:
+    paused = cluster.masters[0]
+    on_paused = id_on(cluster, namespace, paused)
+    elsewhere = id_on(cluster, namespace, cluster.masters[1])
+    guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=0.5)
+    paused.pause()
+    try:
+        with pytest.raises(GuardUnavailable, match="TimeoutError"):
+            guard.claim(on_paused, NOW + 300, NOW)
+        assert guard.claim(elsewhere, NOW + 300, NOW) is True
+    finally:
+        paused.resume()
+        guard.close()
+
+
+def test_cluster_replica_wait_counts_a_claim_its_replica_acknowledged(
+    cluster: Cluster, namespace: str
+) -> None:
+    guard = RedisGuard.from_url(
+        cluster.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
+    )
+    try:
+        assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
+        replica = cluster.replica_of(cluster.master_of(redis_key(namespace, ID)))
+        assert cluster.replica_holds(replica, redis_key(namespace, ID)) is True
+    finally:
+        guard.close()
+
+
+def test_cluster_replica_wait_fails_closed_when_the_replica_is_paused(
+    cluster: Cluster, namespace: str
+) -> None:
+    master = cluster.masters[2]
+    token_id = id_on(cluster, namespace, master)
+    guard = RedisGuard.from_url(
+        cluster.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
+    )
+    replica = cluster.replica_of(master)
+    replica.pause()
+    try:
+        with pytest.raises(GuardUnavailable, match="0 of 1 replicas acknowledged the claim within 50 ms"):
+            guard.claim(token_id, NOW + 300, NOW)
+    finally:
+        replica.resume()
+    # The key stayed on the master: the refused token stays refused.
+    assert guard.claim(token_id, NOW + 300, NOW) is False
+    guard.close()
+
+
+def test_async_cluster_replica_wait_fails_closed_when_the_replica_is_paused(
+    cluster: Cluster, namespace: str
+) -> None:
+    master = cluster.masters[1]
+    token_id = id_on(cluster, namespace, master)
+    replica = cluster.replica_of(master)
+
+    async def claims() -> list[bool | str]:
+        guard = AsyncRedisGuard.from_url(
+            cluster.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
+        )
+        outcomes: list[bool | str] = []
+        replica.pause()
+        try:
+            await guard.claim(token_id, NOW + 300, NOW)
+        except GuardUnavailable as error:
+            outcomes.append(str(error))
+        finally:
+            replica.resume()
+        outcomes.append(await guard.claim(token_id, NOW + 300, NOW))
+        await guard.aclose()
+        return outcomes
+
+    assert asyncio.run(claims()) == ["0 of 1 replicas acknowledged the claim within 50 ms", False]
+
+
+def test_cluster_failover_loses_no_claim_its_replica_acknowledged(namespace: str) -> None:
+    with redis_server.or_skip(redis_server.running_cluster(masters=3, replicas=1)) as own:
+        victim = own.masters[0]
+        ids = [id_on(own, namespace, victim) for _ in range(30)]
+        successor = own.replica_of(victim)
+
+        def fail_over() -> None:
+            victim.kill()
+            successor.execute("CLUSTER", "FAILOVER", "TAKEOVER")
+            redis_server.wait_until(
+                lambda: successor.execute("INFO", "replication")["role"] == "master", "no takeover"
+            )
+
+        async def scenario() -> tuple[list[str], list[bool | str], list[bool | str]]:
+            before = RedisGuard.from_url(
+                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
+            )
+            accepted = [token_id for token_id in ids[:20] if before.claim(token_id, NOW + 300, NOW)]
+            before.close()
+            # Both guards read the slot map before the failover, and must find the new master after.
+            after = RedisGuard.from_url(
+                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
+            )
+            aafter = AsyncRedisGuard.from_url(
+                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
+            )
+            with contextlib.suppress(GuardUnavailable):  # it reads the slot map at its first claim
+                await aafter.claim(id_on(own, namespace, own.masters[1]), NOW + 300, NOW)
+            fail_over()
+            outcomes: list[bool | str] = []
+            aoutcomes: list[bool | str] = []
+            for token_id in ids[20:25]:
+                try:
+                    outcomes.append(after.claim(token_id, NOW + 300, NOW))
+                except GuardUnavailable as error:
+                    outcomes.append(str(error))
+            for token_id in ids[25:]:
+                try:
+                    aoutcomes.append(await aafter.claim(token_id, NOW + 300, NOW))
+                except GuardUnavailable as error:
+                    aoutcomes.append(str(error))
+            after.close()
+            await aafter.aclose()
+            return accepted, outcomes, aoutcomes
+
+        accepted, outcomes, aoutcomes = asyncio.run(scenario())
+        assert len(accepted) == 20
+        # The guards found the new master (the first claims failed closed while they reread the
+        # slot map), and that master has no replica left: it refuses to count a claim it could lose.
+        assert (outcomes[-1], aoutcomes[-1]) == (
+            "0 of 1 replicas acknowledged the claim within 50 ms",
+        ) * 2, (
+            outcomes,
+            aoutcomes,
+        )
+        assert redeem_again(successor.url, namespace, accepted) == 0
+
+
+def test_processes_racing_on_the_cluster_claim_each_id_exactly_once(cluster: Cluster, namespace: str) -> None:
+    # LOAD_PROCESSES x LOAD_IDS = 100,000 claims, each id claimed by every process.
+    ids = fresh_ids(LOAD_IDS)
+    won = redis_server.race(
+        cluster.url, namespace, ids, processes=LOAD_PROCESSES, seconds=LOAD_SECONDS, cluster=True
+    )
+    assert Counter(won) == Counter(ids)
+
+
+# --- a master and its replica ---------------------------------------------------------------------
+
+
+def test_replica_wait_counts_a_claim_its_replica_acknowledged(replicated: Replicated, namespace: str) -> None:
+    guard = RedisGuard.from_url(
+        replicated.master.url, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
+    )
+    assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
+    assert replicated.replica.execute("EXISTS", redis_key(namespace, ID)) == 1
+    guard.close()
+
+
+def test_async_replica_wait_counts_a_claim_its_replica_acknowledged(
+    replicated: Replicated, namespace: str
+) -> None:
+    async def claims() -> list[bool]:
+        guard = AsyncRedisGuard.from_url(
+            replicated.master.url, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
+        )
+        try:
+            return [await guard.claim(ID, NOW + 300, NOW), await guard.claim(ID, NOW + 300, NOW)]
+        finally:
+            await guard.aclose()
+
+    assert asyncio.run(claims()) == [True, False]
+    assert replicated.replica.execute("EXISTS", redis_key(namespace, ID)) == 1
+
+
+def test_replica_wait_for_more_replicas_than_there_are_fails_closed(
+    replicated: Replicated, namespace: str
+) -> None:
+    guard = RedisGuard.from_url(
+        replicated.master.url, namespace=namespace, replicas=2, replica_timeout=WAIT_SECONDS
+    )
+    # 1 of 2 (0 of 2 when the machine is too busy for the replica to answer within 50 ms).
+    with pytest.raises(GuardUnavailable, match=r"[01] of 2 replicas acknowledged"):
+        guard.claim(ID, NOW + 300, NOW)
+    guard.close()
+
+
+def test_replica_wait_shortfall_fails_closed_even_with_fail_open(
+    replicated: Replicated, namespace: str
+) -> None:
+    guard = RedisGuard.from_url(
+        replicated.master.url, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS, fail_open=True
+    )
+    replicated.replica.pause()
+    try:
+        with pytest.raises(GuardUnavailable, match="0 of 1 replicas"):
+            guard.claim(ID, NOW + 300, NOW)
+    finally:
+        replicated.replica.resume()
+        guard.close()
+
+
+def test_replica_wait_shortfall_keeps_the_key_so_the_token_stays_refused(
+    replicated: Replicated, namespace: str
+) -> None:
+    guard = RedisGuard.from_url(
+        replicated.master.url, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
+    )
+    replicated.replica.pause()
+    try:
+        with pytest.raises(GuardUnavailable, match="0 of 1 replicas"):
+            guard.claim(ID, NOW + 300, NOW)
+    finally:
+        replicated.replica.resume()
+    assert guard.claim(ID, NOW + 300, NOW) is False
+    guard.close()
+
+
+@pytest.mark.parametrize(("replicas", "doubles"), [(0, 10), (1, 0)])
+def test_master_dying_behind_a_cut_replica_link_double_redeems_only_without_the_wait(
+    cuttable: Replicated, namespace: str, replicas: int, doubles: int
+) -> None:
+    # The replica falls behind (its link is cut), the master keeps answering, then dies and the
+    # replica is promoted. Without WAIT every claim made after the cut is redeemable again.
+    guard = RedisGuard.from_url(
+        cuttable.master.url, namespace=namespace, replicas=replicas, replica_timeout=PATIENT_SECONDS
+    )
+    before, after = fresh_ids(20), fresh_ids(10)
+    accepted = [token_id for token_id in before if guard.claim(token_id, NOW + 300, NOW)]
+    guard.close()
+    redis_server.wait_for_sync(cuttable)
+    assert cuttable.link is not None
+    cuttable.link.cut()
+    guard = RedisGuard.from_url(
+        cuttable.master.url, namespace=namespace, replicas=replicas, replica_timeout=WAIT_SECONDS
+    )
+    refused = 0
+    for token_id in after:
+        try:
+            if guard.claim(token_id, NOW + 300, NOW):
+                accepted.append(token_id)
+        except GuardUnavailable:
+            refused += 1
+    guard.close()
+    cuttable.master.kill()
+    redis_server.promote(cuttable.replica)
+    assert (refused, redeem_again(cuttable.replica.url, namespace, accepted)) == (10 - doubles, doubles)
+
+
+def flood(guard: RedisGuard, kill: Server, threads: int = 4) -> tuple[list[str], Counter[str]]:
+    """Claim fresh ids from ``threads`` threads; SIGKILL ``kill`` once 400 are accepted.
+
+    The threads stop after 50 attempts made once the server was dead.
+
+    Returns the accepted ids and a count of every outcome after the kill.
+    """
+    accepted: list[str] = []
+    after_kill: Counter[str] = Counter()
+    killed = threading.Event()
+    lock = threading.Lock()
+
+    def claimer() -> None:
+        while sum(after_kill.values()) < 50:
+            token_id = uuid.uuid4().hex
+            dead = killed.is_set()
+            try:
+                outcome = "accepted" if guard.claim(token_id, NOW + 300, NOW) else "replay"
+            except GuardUnavailable:
+                outcome = "unavailable"
+            with lock:
+                if outcome == "accepted":
+                    accepted.append(token_id)
+                if dead:
+                    after_kill[outcome] += 1
+
+    workers = [threading.Thread(target=claimer) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    redis_server.wait_until(lambda: len(accepted) >= 400, "the flood did not start", seconds=30)
+    kill.kill()
+    killed.set()
+    for worker in workers:
+        worker.join(timeout=30)
+    return accepted, after_kill
+
+
+@pytest.mark.parametrize("replicas", [0, 1])
+def test_master_killed_mid_flood_fails_closed_and_with_the_wait_loses_no_claim(
+    replicated: Replicated, namespace: str, replicas: int
+) -> None:
+    guard = RedisGuard.from_url(
+        replicated.master.url, namespace=namespace, replicas=replicas, replica_timeout=PATIENT_SECONDS
+    )
+    accepted, after_kill = flood(guard, replicated.master)
+    guard.close()
+    redis_server.promote(replicated.replica)
+    doubles = redeem_again(replicated.replica.url, namespace, accepted)
+    print(f"replicas={replicas}: {len(accepted)} accepted, {doubles} redeemed again after the failover")
+    assert set(after_kill) == {"unavailable"}, after_kill
+    if replicas:
+        assert doubles == 0
+
+
+# --- the network to Redis cut (a paused redis-server) ---------------------------------------------
+
+
+def test_paused_master_fails_closed_after_the_timeout(replicated: Replicated, namespace: str) -> None:
+    guard = RedisGuard.from_url(replicated.master.url, namespace=namespace, timeout=0.2)
+    guard.claim(ID, NOW + 300, NOW)
+    replicated.master.pause()
+    try:
+        started = time.monotonic()
+        with pytest.raises(GuardUnavailable, match="TimeoutError"):
+            guard.claim(fresh_ids(1)[0], NOW + 300, NOW)
+        assert time.monotonic() - started < 1.0
+    finally:
+        replicated.master.resume()
+    assert guard.claim(ID, NOW + 300, NOW) is False
+    guard.close()
+
+
+def test_paused_master_with_fail_open_accepts_and_warns(
+    replicated: Replicated, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    guard = RedisGuard.from_url(replicated.master.url, namespace=namespace, timeout=0.2, fail_open=True)
+    replicated.master.pause()
+    try:
+        with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
+            assert guard.claim(ID, NOW + 300, NOW) is True
+    finally:
+        replicated.master.resume()
+        guard.close()
+    assert [record.getMessage().split(";")[0] for record in caplog.records] == [
+        "Redis replay guard unavailable (TimeoutError)"
+    ]
+
+
+def test_async_paused_master_fails_closed_after_the_timeout(replicated: Replicated, namespace: str) -> None:
+    async def claim() -> bool:
+        guard = AsyncRedisGuard.from_url(replicated.master.url, namespace=namespace, timeout=0.2)
+        try:
+            return await guard.claim(ID, NOW + 300, NOW)
+        finally:
+            await guard.aclose()
+
+    replicated.master.pause()
+    try:
+        with pytest.raises(GuardUnavailable, match="TimeoutError"):
+            asyncio.run(claim())
+    finally:
+        replicated.master.resume()
