@@ -92,5 +92,8 @@ def _run(suite: Path, mode: str) -> tuple[set[str], int]:
 @pytest.mark.parametrize("mode", ["encrypted"])
 def test_the_sdk_request_state_suite_fails_only_on_its_own_byte_layout(suite: Path, mode: str) -> None:
     failed, passed = _run(suite, mode)
-    assert failed == set(SDK_BYTE_LAYOUT)
-    assert passed == SUITE_SIZE - len(SDK_BYTE_LAYOUT)
+    # No test of the SDK's behaviour fails; those of its byte layout do (so SDKCodec is the one
+    # under test). mcp 2.3.0 has 107 tests, 13 of them on the layout; a later sdist may differ.
+    assert failed <= set(SDK_BYTE_LAYOUT)
+    assert UNIT + "test_a_sealed_token_is_v1_plus_unpadded_b64url_over_kid_nonce_and_ciphertext" in failed
+    assert passed >= SUITE_SIZE - len(SDK_BYTE_LAYOUT)
