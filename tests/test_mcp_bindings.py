@@ -142,6 +142,19 @@ async def test_audience_none_lets_servers_of_other_names_share_tokens() -> None:
     assert isinstance(await bounded(run), InputRequiredResult)
 
 
+async def test_subject_none_binds_no_principal() -> None:
+    built = build("mcpserver", "boundary", KEYS, "encrypted", subject=None)
+    built.auth.subject = "alice"
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            token = await first_round(client)
+            built.auth.subject = "bob"
+            return await echo(client, token)
+
+    assert isinstance(await bounded(run), InputRequiredResult)
+
+
 async def test_boundary_binds_the_documented_identity() -> None:
     # The layout in docs/wire-format.md, "MCP bindings", checked with the wire format's own formulas.
     built = build("mcpserver", "boundary", KEYS, "signed")
