@@ -3,6 +3,7 @@
     python examples/booking_client.py "Chez Ada"                           # asks you on the terminal
     python examples/booking_client.py "Chez Ada" --date 2026-12-01 --party 4   # no questions
     python examples/booking_client.py "Chez Ada" --url http://127.0.0.1:8000/mcp  # a server on HTTP
+    python examples/booking_client.py "Chez Ada" --url http://127.0.0.1:8000/mcp --bearer tok-alice
 
 The client answers each round's question; the SDK's ``Client`` retries with the
 echoed ``requestState`` for you. The SDK's stdio client passes the server only a
@@ -18,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types import ElicitRequestParams, ElicitResult, TextContent
 
 
@@ -50,11 +53,15 @@ async def _book(args: argparse.Namespace) -> None:
             if name in os.environ
         },
     )
-    async with Client(server, elicitation_callback=_answers(args.date, args.party)) as client:
-        result = await client.call_tool("book_table", {"restaurant": args.restaurant})
-        for part in result.content:
-            if isinstance(part, TextContent):
-                print(part.text)
+    headers = {"Authorization": f"Bearer {args.bearer}"} if args.bearer else {}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        if args.url:
+            server = streamable_http_client(args.url, http_client=http)
+        async with Client(server, elicitation_callback=_answers(args.date, args.party)) as client:
+            result = await client.call_tool("book_table", {"restaurant": args.restaurant})
+            for part in result.content:
+                if isinstance(part, TextContent):
+                    print(part.text)
 
 
 def main() -> None:
@@ -64,6 +71,7 @@ def main() -> None:
     parser.add_argument("--date")
     parser.add_argument("--party", type=int)
     parser.add_argument("--url", help="a streamable HTTP server instead of spawning one over stdio")
+    parser.add_argument("--bearer", help="an access token for --url (booking_http_server.py)")
     anyio.run(_book, parser.parse_args())
 
 

@@ -2,10 +2,16 @@
 
 ``book_table(restaurant)`` answers "input required" twice (first the date, then
 the party size) and books on the third call. Between rounds the wizard's state
-(a msgspec ``Draft``) travels through the client as ``requestState``;
-``requeststate.mcp.protect`` encrypts it, binds it to the signed-in user and to
-this tool, and refuses a tampered, foreign, replayed or expired echo. The
-handler only ever sees the plaintext it minted.
+(a msgspec ``Draft``) travels through the client as ``requestState``.
+``requeststate.mcp.protect`` encrypts it and binds it to this server, to
+``tools/call`` of ``book_table`` and to its arguments (the restaurant), and
+refuses an echo that was tampered with, minted for another call or server, or
+is older than 300 seconds. The handler only ever sees the plaintext it minted.
+
+What this server does not do: it has no authentication (stdio, and HTTP without
+``auth=``), so no user is bound (whoever holds a token can redeem it for the
+same call), and it has no replay guard (a token can be redeemed again until it
+expires). ``booking_http_server.py`` adds bearer-token users and a guard.
 
 The draft holds the supplier's hold reference, which the client must never
 see: in the default encrypted mode it cannot.
@@ -67,11 +73,6 @@ def _keys() -> rs.KeyRing:
     return rs.KeyRing.ephemeral()  # protect() logs a warning: one process only
 
 
-server: MCPServer = MCPServer("booking")
-protect(server, _keys(), mode=rs.Mode(os.environ.get("REQUESTSTATE_MODE", "encrypted")))
-
-
-@server.tool()
 async def book_table(restaurant: str, ctx: Context) -> str | InputRequiredResult:
     """Book a table: asks for the date, then the party size."""
     if ctx.request_state is None:  # round 1: nothing yet
@@ -98,6 +99,14 @@ async def book_table(restaurant: str, ctx: Context) -> str | InputRequiredResult
     return f"Booked a table for {party} at {draft.restaurant} on {draft.date}."
 
 
+def build_server() -> MCPServer:
+    """The booking server over shared keys (or ephemeral ones, with a warning)."""
+    server: MCPServer = MCPServer("booking")
+    protect(server, _keys(), mode=rs.Mode(os.environ.get("REQUESTSTATE_MODE", "encrypted")))
+    server.tool()(book_table)
+    return server
+
+
 def main() -> None:
     """Serve over stdio (default) or streamable HTTP on loopback."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -105,6 +114,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
     logging.basicConfig(stream=sys.stderr, level=logging.INFO)  # stdout is the stdio protocol
+    server = build_server()
     if args.http:
         server.run("streamable-http", host="127.0.0.1", port=args.port)
     else:

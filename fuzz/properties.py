@@ -15,7 +15,7 @@ and raises ``PropertyViolation`` when one of these breaks:
 4. a minted token is accepted wherever 3 allows it (no false refusals);
 5. with a guard, the same token is refused as ``replayed`` the second time;
 6. a token the harness seals around arbitrary payload bytes (with the real key,
-   through the independent ``tests/reference.py``) is accepted exactly when
+   through the independent ``tests/support/reference.py``) is accepted exactly when
    docs/wire-format.md's payload rules, checked here with the standard library, accept it.
 
 Minting is deterministic (fixed key, clock and "random" bytes), so an input

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import socket
+import os
+import re
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import pytest
 
@@ -34,7 +33,6 @@ from mcp.server.request_state import InvalidRequestState, RequestStateBoundary
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     CallToolResult,
     ElicitRequestParams,
     ElicitResult,
@@ -45,95 +43,36 @@ from mcp_types import (
 from pydantic import AnyHttpUrl
 
 import requeststate as rs
-from requeststate.mcp import INVALID_MESSAGE, Boundary, SDKCodec, protect, request_target, use_codec
-from tests.mcp_servers import MARKER, SHAPES, TIERS, Built, Shape, Tier, build
-from tests.mcp_wiretap import WireTap
+from requeststate.mcp import Boundary, SDKCodec, protect, request_target, use_codec
+from tests.support import spec_tokens as spec
+from tests.support.mcp_flow import (
+    KEYS,
+    MODES,
+    NOW_PLUS,
+    OTHER_SECRET,
+    REASONS,
+    ROOT,
+    SECRET,
+    answer,
+    assert_frozen,
+    b64_secret,
+    bounded,
+    connect,
+    echo,
+    finish,
+    first_round,
+    leaks_reason,
+    plaintext_seen,
+    replies,
+    request_context,
+    tamper,
+    text_of,
+)
+from tests.support.mcp_servers import MARKER, SHAPES, TIERS, Built, Shape, Tier, build
+from tests.support.mcp_wiretap import WireTap
+from tests.support.processes import free_port, serving
 
 pytestmark = pytest.mark.anyio
-
-ROOT = Path(__file__).resolve().parent.parent
-SECRET = bytes(range(32))
-OTHER_SECRET = bytes(range(32, 64))
-KEYS = rs.KeyRing(SECRET)
-MODES: tuple[rs.ModeName, ...] = ("signed", "encrypted")
-TIMEOUT = 20
-FROZEN = {"reason": "invalid_request_state"}
-REASONS = [reason.value for reason in rs.Reason]
-T = TypeVar("T")
-
-
-def _b64(secret: bytes) -> str:
-    return base64.urlsafe_b64encode(secret).rstrip(b"=").decode()
-
-
-async def answer(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
-    """The user: answers each question with its first word."""
-    return ElicitResult(action="accept", content={"answer": params.message.split()[0].lower()})
-
-
-def replies(n: int) -> dict[str, Any]:
-    return {f"q{n}": ElicitResult(action="accept", content={"answer": f"a{n}"})}
-
-
-def text_of(result: CallToolResult) -> str:
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return first.text
-
-
-def tamper(token: str) -> str:
-    middle = len(token) // 2
-    return token[:middle] + ("A" if token[middle] != "A" else "B") + token[middle + 1 :]
-
-
-async def bounded(step: Callable[[], Awaitable[T]]) -> T:
-    with anyio.fail_after(TIMEOUT):
-        return await step()
-
-
-@asynccontextmanager
-async def connect(built: Built, tap: WireTap | None = None) -> AsyncIterator[Client]:
-    transport = tap if tap is not None else WireTap(InMemoryTransport(built.server))
-    async with Client(transport, elicitation_callback=answer) as client:
-        yield client
-
-
-async def first_round(client: Client, name: str = "wizard") -> str:
-    result = await client.session.call_tool(name, {"topic": "x"}, allow_input_required=True)
-    assert isinstance(result, InputRequiredResult)
-    assert result.request_state is not None
-    return result.request_state
-
-
-async def echo(client: Client, token: str, name: str = "wizard") -> Any:
-    return await client.session.call_tool(
-        name, {"topic": "x"}, allow_input_required=True, request_state=token, input_responses=replies(1)
-    )
-
-
-async def finish(client: Client, token: str) -> str:
-    """Answer the wizard's last question with ``token`` echoed; the tool's final text."""
-    final = await client.session.call_tool(
-        "wizard", {"topic": "x"}, allow_input_required=True, request_state=token, input_responses=replies(2)
-    )
-    assert isinstance(final, CallToolResult)
-    return text_of(final)
-
-
-def assert_frozen(error: pytest.ExceptionInfo[MCPError]) -> None:
-    assert error.value.error.code == INVALID_PARAMS
-    assert error.value.error.message == INVALID_MESSAGE
-    assert error.value.error.data == FROZEN
-
-
-def leaks_reason(wire: str) -> bool:
-    # "expired" is a reason code and also a word of the frozen message: look outside the message.
-    rest = wire.replace(INVALID_MESSAGE, "")
-    return any(f'"{reason}"' in rest or f" {reason}" in rest or f":{reason}" in rest for reason in REASONS)
-
-
-def plaintext_seen(built: Built) -> list[str]:
-    return [state for state in built.seen if state is not None]
 
 
 everywhere = pytest.mark.parametrize(
@@ -326,19 +265,11 @@ async def test_resource_token_is_refused_at_another_uri(shape: Shape) -> None:
     assert built.seen == [None]
 
 
-def principal(user: str | None) -> str:
-    """The subject the boundary binds for ``FakeAuth.subject = user`` (the SDK's principal triple)."""
-    return (
-        ""
-        if user is None
-        else json.dumps(["test-client", "https://issuer.test", user], separators=(",", ":"))
-    )
-
-
 def _expired_copy(token: str, shape: Shape, mode: rs.ModeName, user: str | None = None) -> str:
     """The same state re-minted under the same key and binding, expired 100 seconds ago."""
-    tool = "tools/call:wizard" if shape == "boundary" else None
-    subject = principal(user) if shape == "boundary" else ""
+    wizard = spec.boundary_tool("tools/call", "wizard", {"topic": "x"}, "tests", user is not None)
+    tool = wizard if shape == "boundary" else spec.SDK_CODEC_TOOL
+    subject = spec.principal(user) if shape == "boundary" else ""
     state = rs.verify(token, KEYS, mode=mode, subject=subject, tool=tool)
     now = int(time.time())
     return rs.encode(state, KEYS, mode=mode, subject=subject, tool=tool, ttl=1, now=now - 101)
@@ -372,7 +303,7 @@ async def test_token_past_its_ttl_is_refused_by_an_injected_clock(mode: rs.ModeN
 
     chain = server.middleware
     index = next(i for i, m in enumerate(chain) if isinstance(m, RequestStateBoundary))
-    chain[index] = Boundary(KEYS, mode=mode, ttl=60, clock=lambda: clock[0])
+    chain[index] = Boundary(KEYS, mode=mode, ttl=60, clock=lambda: clock[0], audience="clocked")
     built = Built(server=server, auth=build("lowlevel", "boundary", KEYS, mode).auth, seen=seen)
 
     async def run() -> None:
@@ -473,7 +404,10 @@ async def test_refusal_reason_goes_to_the_server_log(caplog: pytest.LogCaptureFi
     with caplog.at_level(logging.WARNING, logger="requeststate.mcp"):
         await bounded(run)
     refusals = [r.getMessage() for r in caplog.records if r.name == "requeststate.mcp"]
-    assert refusals == ["requestState refused on tools/call: bad_signature"]
+    assert len(refusals) == 1
+    assert re.fullmatch(
+        r"requestState refused: method=tools/call target='wizard' id=\d+ reason=bad_signature", refusals[0]
+    )
 
 
 # --- re-elicit ------------------------------------------------------------------------------------------
@@ -517,9 +451,8 @@ async def test_reelicit_flow_completes_after_a_refused_echo() -> None:
 # --- single-use tokens ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-async def test_guard_refuses_a_second_redemption(shape: Shape) -> None:
-    built = build("mcpserver", shape, KEYS, "encrypted", guard=rs.MemoryGuard())
+async def test_guard_refuses_a_second_redemption() -> None:
+    built = build("mcpserver", "boundary", KEYS, "encrypted", guard=rs.MemoryGuard())
 
     async def run() -> None:
         async with connect(built) as client:
@@ -612,30 +545,40 @@ def test_protect_twice_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("options", "error"),
+    ("options", "error", "match"),
     [
-        ({"on_invalid": "ignore"}, ValueError),
-        ({"bind": "everything"}, ValueError),
-        ({"mode": "rot13"}, ValueError),
-        ({"mode": ()}, ValueError),
-        ({"ttl": 0}, ValueError),
-        ({"ttl": True}, TypeError),
-        ({"leeway": -1}, ValueError),
-        ({"subject": "alice"}, TypeError),
+        ({"on_invalid": "ignore"}, ValueError, "on_invalid"),
+        ({"bind": "everything"}, ValueError, "bind"),
+        ({"bind": "subject_and_tool"}, ValueError, "bind"),
+        ({"mode": "rot13"}, ValueError, "mode"),
+        ({"mode": ()}, ValueError, "mode"),
+        ({"ttl": 0}, ValueError, "ttl"),
+        ({"ttl": True}, TypeError, "ttl"),
+        ({"leeway": -1}, ValueError, "leeway"),
+        ({"max_token_bytes": 0}, ValueError, "max_token_bytes"),
+        ({"subject": "alice"}, TypeError, "subject"),
+        ({"audience": 7}, TypeError, "audience"),
+        ({"bind": "mcpd", "audience": "svc"}, ValueError, "audience"),
+        ({"guard": rs.MemoryGuard}, TypeError, "guard"),
+        ({"guard": object()}, TypeError, "guard"),
+        ({"gaurd": rs.MemoryGuard()}, TypeError, "gaurd"),
+        ({"clock": 5}, TypeError, "clock"),
     ],
 )
-def test_protect_refuses_bad_configuration(options: dict[str, Any], error: type[Exception]) -> None:
-    with pytest.raises(error):
+def test_protect_refuses_bad_configuration(
+    options: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
         protect(MCPServer("svc"), KEYS, **options)
 
 
 def test_protect_refuses_a_str_key() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="keys must be a KeyRing or bytes"):
         protect(MCPServer("svc"), "not-bytes-not-a-ring")  # type: ignore[arg-type]
 
 
 def test_protect_refuses_a_non_server() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="server must be an mcp MCPServer or Server"):
         protect(object(), KEYS)  # type: ignore[arg-type]
 
 
@@ -685,6 +628,48 @@ def test_codec_refuses_a_token_of_another_key() -> None:
         SDKCodec(KEYS).unseal(token)
 
 
+@pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
+def test_codec_round_trips_bytes_that_are_not_utf8(mode: rs.ModeName) -> None:
+    codec = SDKCodec(KEYS, mode=mode)
+    payload = bytes(range(256))
+    assert codec.unseal(codec.seal(payload)) == payload
+
+
+def test_codec_refuses_an_authentic_state_that_seal_never_writes() -> None:
+    # Under the codec's own binding, but not base64url: only a writer other than seal makes one.
+    token = spec.mint(SECRET, "not base64!", NOW_PLUS, "", spec.SDK_CODEC_TOOL, "encrypted")
+    with pytest.raises(InvalidRequestState, match=r"^malformed$"):
+        SDKCodec(KEYS).unseal(token)
+
+
+def test_codec_exposes_its_size_limit() -> None:
+    codec = SDKCodec(KEYS, max_token_bytes=1 << 20)
+    assert codec.max_token_bytes == 1 << 20
+    assert len(codec.unseal(codec.seal(bytes(200_000)))) == 200_000
+
+
+async def test_use_codec_carries_a_large_state_within_max_token_bytes() -> None:
+    # 48 KB of JSON text: the SDK escapes it into its envelope, which travels as base64url in our token.
+    server: MCPServer[Any] = MCPServer("big")
+    big = json.dumps({"rows": ["x" * 40] * 1100})
+    seen: list[str | None] = []
+
+    @server.tool()
+    async def wizard(ctx: Context, topic: str = "x") -> str | InputRequiredResult:
+        seen.append(ctx.request_state)
+        return InputRequiredResult(request_state=big) if ctx.request_state is None else "done"
+
+    use_codec(server, KEYS, max_token_bytes=256 * 1024)
+    built = Built(server=server, auth=build("lowlevel", "boundary", KEYS, "signed").auth, seen=seen)
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            return await echo(client, await first_round(client))
+
+    assert text_of(await bounded(run)) == "done"
+    assert seen == [None, big]
+
+
 # --- HTTP, with real bearer authentication on loopback --------------------------------------------------
 
 
@@ -698,20 +683,15 @@ class StaticVerifier:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @asynccontextmanager
-async def http_server(keys: rs.KeyRing) -> AsyncIterator[tuple[str, list[str | None]]]:
-    port = _free_port()
+async def http_server(
+    keys: rs.KeyRing, name: str = "httpsvc", **options: Any
+) -> AsyncIterator[tuple[str, list[str | None]]]:
+    port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     seen: list[str | None] = []
     server: MCPServer[Any] = MCPServer(
-        "httpsvc",
+        name,
         token_verifier=StaticVerifier(),
         auth=AuthSettings(
             issuer_url=AnyHttpUrl("https://as.test"),
@@ -725,7 +705,12 @@ async def http_server(keys: rs.KeyRing) -> AsyncIterator[tuple[str, list[str | N
         seen.append(ctx.request_state)
         return InputRequiredResult(request_state=MARKER) if ctx.request_state is None else "done"
 
-    protect(server, keys)
+    @server.tool()
+    async def other(ctx: Context, topic: str = "x") -> str | InputRequiredResult:
+        seen.append(ctx.request_state)
+        return InputRequiredResult(request_state=MARKER) if ctx.request_state is None else "done"
+
+    protect(server, keys, **options)
     config = uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="error")
     web = uvicorn.Server(config)
     async with anyio.create_task_group() as group:
@@ -762,6 +747,36 @@ async def test_http_echo_from_another_bearer_is_refused() -> None:
     assert await bounded(run) == [None, MARKER, None]
 
 
+@pytest.mark.parametrize("difference", ["tool", "arguments", "user", "audience"])
+async def test_http_misbound_echo_is_refused_and_the_legitimate_retry_completes(difference: str) -> None:
+    guard = rs.MemoryGuard()  # shared by both servers, as a RedisGuard would be
+
+    async def run() -> list[str | None]:
+        async with (
+            http_server(KEYS, guard=guard) as (url, seen),
+            http_server(KEYS, name="elsewhere", guard=guard) as (elsewhere_url, elsewhere_seen),
+            http_client(url, "tok-alice") as alice,
+            http_client(url, "tok-bob") as bob,
+            http_client(elsewhere_url, "tok-alice") as alice_elsewhere,
+        ):
+            token = await first_round(alice)
+            client, name, arguments = {
+                "tool": (alice, "other", None),
+                "arguments": (alice, "wizard", {"topic": "y"}),
+                "user": (bob, "wizard", None),
+                "audience": (alice_elsewhere, "wizard", None),
+            }[difference]
+            with pytest.raises(MCPError) as error:
+                await echo(client, token, name=name, arguments=arguments)
+            assert_frozen(error)
+            final = await echo(alice, token)
+            assert isinstance(final, CallToolResult)
+            assert text_of(final) == "done"
+            return seen + elsewhere_seen
+
+    assert await bounded(run) == [None, MARKER]
+
+
 async def test_ephemeral_keys_warn_on_the_first_http_request(caplog: pytest.LogCaptureFixture) -> None:
     async def run() -> None:
         async with http_server(rs.KeyRing.ephemeral()) as (url, _), http_client(url, "tok-alice") as alice:
@@ -784,14 +799,14 @@ def stdio_params(
     mode: rs.ModeName, *, secret: bytes = SECRET, shape: Shape = "boundary", tier: Tier = "mcpserver"
 ) -> Any:
     env = {
-        "REQUESTSTATE_KEYS": _b64(secret),
+        "REQUESTSTATE_KEYS": b64_secret(secret),
         "RS_TEST_TIER": tier,
         "RS_TEST_SHAPE": shape,
         "RS_TEST_MODE": mode,
         "PYTHONPATH": str(ROOT),
     }
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "tests.mcp_stdio_server"], env=env, cwd=ROOT
+        command=sys.executable, args=["-m", "tests.support.mcp_stdio_server"], env=env, cwd=ROOT
     )
 
 
@@ -817,6 +832,22 @@ async def test_stdio_encrypted_state_never_appears_on_the_wire(shape: Shape) -> 
     assert not tap.reveals(MARKER)
 
 
+@pytest.mark.parametrize("difference", ["tool", "arguments"])
+async def test_stdio_misbound_echo_is_refused_and_the_legitimate_retry_completes(difference: str) -> None:
+    async def run() -> Any:
+        async with Client(stdio_params("encrypted"), elicitation_callback=answer) as client:
+            token = await first_round(client)
+            name, arguments = ("other", None) if difference == "tool" else ("wizard", {"topic": "y"})
+            with pytest.raises(MCPError) as error:
+                await echo(client, token, name=name, arguments=arguments)
+            assert_frozen(error)
+            return await echo(client, token)
+
+    second = await bounded(run)
+    assert isinstance(second, InputRequiredResult)
+    assert list(second.input_requests or {}) == ["q2"]
+
+
 async def test_stdio_tampered_echo_is_refused() -> None:
     tap = WireTap(stdio_client(stdio_params("encrypted")))
 
@@ -834,9 +865,9 @@ async def test_stdio_tampered_echo_is_refused() -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(mode: rs.ModeName) -> None:
     # What another instance (or an mcp.d server with the same secret) would hand out for round 1.
-    token = rs.encode(
-        f'{{"step":1,"marker":"{MARKER}","answers":[]}}', KEYS, mode=mode, tool="tools/call:wizard"
-    )
+    state = f'{{"step":1,"marker":"{MARKER}","answers":[]}}'
+    wizard = spec.boundary_tool("tools/call", "wizard", {"topic": "x"}, "tests", False)
+    token = spec.mint(SECRET, state, NOW_PLUS, "", wizard, mode)
 
     async def run() -> Any:
         async with Client(stdio_params(mode), elicitation_callback=answer) as client:
@@ -892,7 +923,7 @@ async def test_example_booking_server_completes_over_stdio() -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=[str(ROOT / "examples" / "booking_server.py")],
-        env={"REQUESTSTATE_KEYS": _b64(SECRET), "PYTHONPATH": str(ROOT)},
+        env={"REQUESTSTATE_KEYS": b64_secret(SECRET), "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
     )
     tap = WireTap(stdio_client(params))
@@ -906,17 +937,52 @@ async def test_example_booking_server_completes_over_stdio() -> None:
     assert not tap.reveals("hold-")
 
 
+@pytest.fixture
+def http_booking_example() -> Iterator[str]:
+    """examples/booking_http_server.py on a free loopback port, users alice and bob; its URL."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "REQUESTSTATE_KEYS": b64_secret(SECRET),
+        "BOOKING_USERS": "tok-alice:alice,tok-bob:bob",
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("REDIS_URL", None)
+    argv = [sys.executable, str(ROOT / "examples" / "booking_http_server.py"), "--port", str(port)]
+    with serving(argv, port, env, ROOT) as url:
+        yield url
+
+
+async def test_example_http_server_binds_per_user_and_redeems_once(http_booking_example: str) -> None:
+    date: dict[str, Any] = {"date": ElicitResult(action="accept", content={"date": "2026-12-01"})}
+    args = {"restaurant": "Chez Ada"}
+
+    async def run() -> Any:
+        async with (
+            http_client(http_booking_example, "tok-alice") as alice,
+            http_client(http_booking_example, "tok-bob") as bob,
+        ):
+            first = await alice.session.call_tool("book_table", args, allow_input_required=True)
+            assert isinstance(first, InputRequiredResult)
+            token = first.request_state or ""
+
+            async def retry(client: Client) -> Any:
+                return await client.session.call_tool(
+                    "book_table", args, allow_input_required=True, request_state=token, input_responses=date
+                )
+
+            with pytest.raises(MCPError) as foreign:
+                await retry(bob)
+            assert_frozen(foreign)
+            assert isinstance(await retry(alice), InputRequiredResult)  # bob's echo burnt nothing
+            with pytest.raises(MCPError) as replayed:
+                await retry(alice)
+            assert_frozen(replayed)
+
+    await bounded(run)
+
+
 # --- the middleware alone ---------------------------------------------------------------------------------
-
-
-def bare_context(params: dict[str, Any]) -> ServerRequestContext[Any, Any]:
-    return ServerRequestContext(
-        session=cast(Any, None),
-        lifespan_context={},
-        protocol_version="2026-07-28",
-        method="tools/call",
-        params=params,
-    )
 
 
 def returning(result: HandlerResult) -> CallNext:
@@ -927,30 +993,33 @@ def returning(result: HandlerResult) -> CallNext:
 
 
 async def test_boundary_seals_a_result_model() -> None:
-    sealed = await Boundary(KEYS)(
-        bare_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s"))
+    sealed = await Boundary(KEYS, audience=None)(
+        request_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s"))
     )
     assert isinstance(sealed, InputRequiredResult)
-    assert rs.verify(sealed.request_state, KEYS, mode="encrypted", tool="tools/call:wizard") == "s"
+    tool = spec.boundary_tool("tools/call", "wizard", {}, None, False)
+    assert spec.open_token(SECRET, sealed.request_state or "", "", tool)["s"] == "s"
 
 
 async def test_boundary_refuses_to_seal_a_non_string_state() -> None:
     odd = {"resultType": "input_required", "requestState": 5}
     with pytest.raises(MCPError) as error:
-        await Boundary(KEYS)(bare_context({"name": "wizard"}), returning(odd))
+        await Boundary(KEYS, audience=None)(request_context({"name": "wizard"}), returning(odd))
     assert error.value.error.code == INTERNAL_ERROR
 
 
 async def test_boundary_refuses_to_seal_for_a_non_string_subject() -> None:
-    boundary = Boundary(KEYS, subject=lambda ctx: cast(Any, 42))
+    boundary = Boundary(KEYS, audience=None, subject=lambda ctx: cast(Any, 42))
     with pytest.raises(MCPError) as error:
-        await boundary(bare_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s")))
+        await boundary(request_context({"name": "wizard"}), returning(InputRequiredResult(request_state="s")))
     assert error.value.error.code == INTERNAL_ERROR
 
 
 async def test_boundary_refuses_to_seal_without_a_tool_name() -> None:
     with pytest.raises(MCPError) as error:
-        await Boundary(KEYS)(bare_context({}), returning(InputRequiredResult(request_state="s")))
+        await Boundary(KEYS, audience=None)(
+            request_context({}), returning(InputRequiredResult(request_state="s"))
+        )
     assert error.value.error.code == INTERNAL_ERROR
 
 
@@ -964,9 +1033,13 @@ async def test_reelicit_drops_the_echo_when_the_subject_source_fails() -> None:
         handed.append(dict(ctx.params or {}))
         return {"content": [], "resultType": "complete"}
 
-    token = rs.encode("s", KEYS, mode="encrypted", tool="tools/call:wizard")
+    token = spec.mint(
+        SECRET, "s", NOW_PLUS, "", spec.boundary_tool("tools/call", "wizard", {}, None, True), "encrypted"
+    )
     params = {"name": "wizard", "requestState": token, "inputResponses": {"q1": {}}}
-    await Boundary(KEYS, on_invalid="reelicit", subject=broken)(bare_context(params), handler)
+    await Boundary(KEYS, audience=None, on_invalid="reelicit", subject=broken)(
+        request_context(params), handler
+    )
     assert handed == [{"name": "wizard"}]
 
 
@@ -978,12 +1051,10 @@ def test_request_target_needs_a_string_name() -> None:
 @pytest.mark.parametrize(
     ("method", "params", "target"),
     [
-        ("tools/call", {"name": "book"}, "tools/call:book"),
-        ("prompts/get", {"name": "book"}, "prompts/get:book"),
-        ("resources/read", {"uri": "res://a", "name": "x"}, "resources/read:res://a"),
+        ("tools/call", {"name": "book"}, "book"),
+        ("prompts/get", {"name": "book"}, "book"),
+        ("resources/read", {"uri": "res://a", "name": "x"}, "res://a"),
     ],
 )
-def test_request_target_names_the_method_and_the_target(
-    method: str, params: dict[str, Any], target: str
-) -> None:
+def test_request_target_is_the_name_or_the_uri(method: str, params: dict[str, Any], target: str) -> None:
     assert request_target(method, params) == target

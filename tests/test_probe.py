@@ -237,9 +237,6 @@ def test_protect_passes_every_row_but_arguments() -> None:
     assert rows(report)["expiry"].detail.endswith("after 3 s (a TTL of 1 s (--ttl))")
 
 
-# Issue 14 makes protect() bind the arguments; until it lands on main this row FAILs. The lead
-# removes this mark at merge.
-@pytest.mark.xfail(strict=True, reason="needs issue 14 argument binding")
 def test_protect_binds_the_arguments() -> None:
     assert rows(in_process(gallery.protected()))["arguments"].result == "PASS"
 

@@ -43,7 +43,7 @@ from mcp_types.methods import INPUT_REQUIRED_METHODS, is_input_required
 
 import requeststate as rs
 from requeststate.mcp import protect
-from tests.mcp_servers import FakeAuth
+from tests.support.mcp_servers import FakeAuth
 
 KEY: Final = bytes(range(32))
 

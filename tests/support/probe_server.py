@@ -2,7 +2,7 @@
 
 KIND is one of:
 
-- ``guarded``: the two-tool server of tests/mcp_servers.py, protected with
+- ``guarded``: the two-tool server of tests/support/mcp_servers.py, protected with
   single-use tokens (a ``MemoryGuard``) and ``on_invalid="reelicit"``, so every
   refusal is a re-elicit rather than an error;
 - ``refusing``: a tool that hands out a state and refuses every echo, even of
@@ -39,7 +39,7 @@ from mcp_types import (
 
 import requeststate as rs
 from requeststate.mcp import protect
-from tests.mcp_servers import build
+from tests.support.mcp_servers import build
 
 
 def guarded() -> MCPServer[Any]:

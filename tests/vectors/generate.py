@@ -1,4 +1,4 @@
-"""Write valid.json and invalid.json beside this file from tests/reference.py.
+"""Write valid.json and invalid.json beside this file from tests/support/reference.py.
 
 Run from the repository root: ``python -m tests.vectors.generate``. The files
 are committed; tests/test_vectors.py checks that the reference still produces

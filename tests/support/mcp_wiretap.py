@@ -103,16 +103,25 @@ class WireTap:
         return found
 
     def reveals(self, secret: str) -> bool:
-        """True if ``secret`` is in any frame, as is or inside any base64url part of any token."""
-        if secret in self.text():
-            return True
-        needle = secret.encode()
-        for token in self.request_states():
-            for part in re.split(r"[.]", token):
-                try:
-                    raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-                except (binascii.Error, ValueError):
-                    continue
-                if needle in raw:
-                    return True
+        """True if ``secret`` is in any frame, as is or inside base64url (nested up to twice) in any token.
+
+        Twice: ``SDKCodec`` carries the SDK's envelope as base64url inside our token's state.
+        """
+        return secret in self.text() or any(
+            _inside(token.encode(), secret.encode(), 3) for token in self.request_states()
+        )
+
+
+def _inside(data: bytes, needle: bytes, depth: int) -> bool:
+    if needle in data:
+        return True
+    if depth == 0:
         return False
+    for run in re.findall(rb"[A-Za-z0-9_-]{8,}", data):
+        try:
+            raw = base64.urlsafe_b64decode(run + b"=" * (-len(run) % 4))
+        except (binascii.Error, ValueError):
+            continue
+        if _inside(raw, needle, depth - 1):
+            return True
+    return False

@@ -1,4 +1,4 @@
-"""Serve a test server from tests/mcp_servers.py over stdio, for the subprocess tests.
+"""Serve a test server from tests/support/mcp_servers.py over stdio, for the subprocess tests.
 
 Run as ``python -m tests.mcp_stdio_server`` from the repository root. The
 environment chooses it: ``REQUESTSTATE_KEYS`` (shared secret, base64url),
@@ -18,7 +18,7 @@ from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
 
 import requeststate as rs
-from tests.mcp_servers import Shape, Tier, build
+from tests.support.mcp_servers import Shape, Tier, build
 
 
 async def _serve() -> None:

@@ -120,8 +120,8 @@ class Built:
     seen: list[str | None] = field(default_factory=list)
 
 
-def _mcpserver(built_seen: list[str | None]) -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer("tests")
+def _mcpserver(built_seen: list[str | None], name: str) -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer(name)
 
     @server.tool()
     async def wizard(ctx: Context, topic: str = "x") -> str | InputRequiredResult:
@@ -142,7 +142,7 @@ def _mcpserver(built_seen: list[str | None]) -> MCPServer[Any]:
     return server
 
 
-def _lowlevel(built_seen: list[str | None]) -> Server[Any]:
+def _lowlevel(built_seen: list[str | None], name: str) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
@@ -157,7 +157,7 @@ def _lowlevel(built_seen: list[str | None]) -> Server[Any]:
             return outcome
         return CallToolResult(content=[TextContent(type="text", text=outcome)])
 
-    return Server("tests", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def build(
@@ -165,11 +165,14 @@ def build(
     shape: Shape,
     keys: rs.KeyRing,
     mode: rs.Modes,
+    *,
+    name: str = "tests",
     **options: Any,
 ) -> Built:
-    """A server of ``tier`` protected in ``shape``, with ``FakeAuth`` outermost."""
+    """A server ``name`` of ``tier`` protected in ``shape``, with ``FakeAuth`` outermost."""
     seen: list[str | None] = []
-    server: MCPServer[Any] | Server[Any] = _mcpserver(seen) if tier == "mcpserver" else _lowlevel(seen)
+    make = _mcpserver if tier == "mcpserver" else _lowlevel
+    server: MCPServer[Any] | Server[Any] = make(seen, name)
     if shape == "boundary":
         protect(server, keys, mode=mode, **options)
     else:

@@ -1,0 +1,111 @@
+"""What a requestState token is bound to: the identity (subject, tool) our formats carry.
+
+Our formats bind a token to one ``(subject, tool)`` pair (docs/wire-format.md,
+"Bind tag"). Every MCP binding enters through that pair, so a token minted for
+one request is refused by every other at the MAC or AEAD check, before any
+claim is read, and a replay guard is claimed only after all of them passed.
+See docs/wire-format.md, "MCP bindings".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypeAlias
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.context import ServerRequestContext
+
+Binding: TypeAlias = Literal["request", "target", "mcpd"]
+"""What a token is bound to:
+
+- ``"request"`` (default): method, target, a digest of the arguments, the
+  audience and the principal (the SDK's own default binding, in our format);
+- ``"target"``: the same without the arguments, for a tool whose arguments
+  legitimately change between rounds;
+- ``"mcpd"``: exactly what the mcp.d D SDK binds (the bare ``sub`` and
+  ``params.name``), so a Python and an mcp.d server share tokens.
+"""
+
+BINDINGS: Final[tuple[Binding, ...]] = ("request", "target", "mcpd")
+
+# Each use of a key has its own context label in the bound tool string, so a
+# token minted by one use (a boundary, the SDK codec, the bare functions) never
+# verifies in another. The labels are JSON array heads, which the bare
+# functions' usual tools (a tool name) never are.
+BOUNDARY_CONTEXT: Final = "requeststate.mcp/boundary/1"
+_CONTEXT_JSON: Final = json.dumps(BOUNDARY_CONTEXT)
+SDK_CODEC_CONTEXT: Final = "requeststate.mcp/sdk-codec/1"
+SDK_CODEC_TOOL: Final = json.dumps([SDK_CODEC_CONTEXT])
+
+# Built once: json.dumps with options builds a new encoder per call. ASCII output
+# keeps both total (a lone surrogate escapes instead of raising) and U+0000-free.
+_canonical: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_string: Final = json.encoder.encode_basestring_ascii
+
+
+def request_target(method: str, params: Mapping[str, Any] | None) -> str:
+    """The target a request names: ``params.uri`` for ``resources/read``, else ``params.name``.
+
+    Raises ``ValueError`` when it is missing or not a string.
+    """
+    field = "uri" if method == "resources/read" else "name"
+    value = (params or {}).get(field)
+    if not isinstance(value, str):
+        raise ValueError(f"{method} has no string params.{field} to bind requestState to")
+    return value
+
+
+def arguments_digest(method: str, params: Mapping[str, Any] | None) -> str:
+    """SHA-256 (hex) of the request's arguments as canonical JSON, as the SDK digests them.
+
+    Only ``params.arguments`` enters (an allowlist, as in the SDK): what a
+    client legitimately changes between rounds (``requestState``,
+    ``inputResponses``, ``_meta``) are its siblings, never part of it.
+    Canonical JSON is the SDK's: sorted keys, no spaces, ASCII escapes (so a
+    lone surrogate digests instead of raising). ``resources/read`` has no
+    arguments: the digest of ``{}``.
+    """
+    arguments: Any = {}
+    if method != "resources/read":
+        arguments = (params or {}).get("arguments") or {}
+    return hashlib.sha256(_canonical(arguments).encode("ascii")).hexdigest()
+
+
+def boundary_tool(
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    arguments: bool,
+    audience: str | None,
+    principal: bool,
+) -> str:
+    """The tool string a ``"request"`` or ``"target"`` binding seals under.
+
+    A compact JSON array ``[context, method, target, args digest or null,
+    audience or null, principal bound]``: JSON escapes every control
+    character and lone surrogate, so it never contains U+0000 (our separator)
+    and always encodes; each member has its own slot, so no two requests
+    share a string. ``principal`` tells an anonymous round from one whose
+    principal source returned ``""``, as the SDK's "principal drift" does.
+    """
+    # The compact JSON text of that array, written directly (the same bytes as
+    # json.dumps(..., separators=(",", ":"))): this runs on every round.
+    digest = f'"{arguments_digest(method, params)}"' if arguments else "null"
+    bound_audience = "null" if audience is None else _string(audience)
+    return (
+        f"[{_CONTEXT_JSON},{_string(method)},{_string(request_target(method, params))},"
+        f"{digest},{bound_audience},{'true' if principal else 'false'}]"
+    )
+
+
+def mcpd_tool(method: str, params: Mapping[str, Any] | None) -> str:
+    """The tool string mcp.d binds: ``params.name``, or ``""`` for ``resources/read``."""
+    return "" if method == "resources/read" else request_target(method, params)
+
+
+def access_token_subject(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The bare ``sub`` of the verified access token (what mcp.d binds); ``None`` when anonymous."""
+    token = get_access_token()
+    return None if token is None else token.subject

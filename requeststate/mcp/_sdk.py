@@ -1,0 +1,161 @@
+"""Our formats as the SDK's ``RequestStateCodec``, for its own ``RequestStateBoundary``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, TypedDict, Unpack
+
+from mcp.server import MCPServer, Server
+from mcp.server.request_state import (
+    InvalidRequestState,
+    RequestStateBoundary,
+    RequestStateSecurity,
+    authenticated_principal,
+)
+
+import requeststate as rs
+from requeststate._base64 import b64decode, b64encode
+
+from ._binding import SDK_CODEC_TOOL
+from ._boundary import Boundary, SubjectSource
+from ._install import chain, check_option_names, install, warn_if_ephemeral
+
+
+class CodecOptions(TypedDict, total=False):
+    """The options of ``SDKCodec``, ``sdk_security`` and ``use_codec``: one declaration for the three."""
+
+    mode: rs.Modes
+    """``"encrypted"`` (default), ``"signed"`` (the whole envelope readable), ``"xchacha"``, or a tuple."""
+    ttl: int
+    """Seconds a token lives (default 300); also the SDK envelope's lifetime."""
+    max_token_bytes: int
+    """The longest token minted or accepted (default 64 KiB). The envelope travels
+    as base64url inside our token: a handler state of up to about
+    ``max_token_bytes * 9 / 16`` bytes fits in ``encrypted`` mode (less when it
+    is JSON text: the SDK's envelope escapes its quotes)."""
+    clock: Callable[[], float] | None
+    """Unix time source for our token's expiry; the system clock when ``None``."""
+    guard: None
+    """Refused: the SDK's codec seam runs before the SDK's binding checks, so a
+    guard there would burn a token on a misbound echo. Use ``protect(guard=...)``."""
+
+
+_OPTION_NAMES: Final = frozenset(CodecOptions.__optional_keys__)
+_GUARD_REFUSED: Final = (
+    "a replay guard cannot run in the SDK's codec seam: the SDK checks the method, target, "
+    "arguments, audience and principal after unseal, so the guard would burn a token on a misbound "
+    "echo. Use requeststate.mcp.protect(server, keys, guard=...), which claims after every check."
+)
+
+
+class SDKCodec:
+    """Our token formats as a ``RequestStateCodec`` for the SDK's own ``RequestStateBoundary``.
+
+    ``seal`` carries the SDK's claims envelope (any bytes) as base64url in a
+    requeststate token bound to this use's own context (docs/wire-format.md,
+    "MCP bindings"), so no token minted by the bare functions, a ``Boundary``
+    or another use of the key ever unseals here. The SDK's boundary binds the
+    method, target, arguments, audience and principal itself. ``unseal`` turns
+    every refusal into the SDK's ``InvalidRequestState`` with a log-only reason.
+
+    Args:
+        keys: a ``KeyRing`` shared by every worker, or one raw secret.
+        **options: see ``CodecOptions``.
+
+    Raises:
+        TypeError, ValueError: a bad option, or a ``guard`` (see ``CodecOptions.guard``).
+    """
+
+    def __init__(self, keys: rs.Keys, /, **options: Unpack[CodecOptions]) -> None:
+        check_option_names(options, _OPTION_NAMES, "SDKCodec")
+        if options.get("guard") is not None:
+            raise ValueError(_GUARD_REFUSED)
+        self._codec = rs.Codec(
+            keys,
+            mode=options.get("mode", rs.Mode.ENCRYPTED),
+            ttl=options.get("ttl", rs.DEFAULT_TTL),
+            max_token_bytes=options.get("max_token_bytes", rs.DEFAULT_MAX_TOKEN_BYTES),
+            clock=options.get("clock"),
+        )
+
+    @property
+    def keys(self) -> rs.KeyRing:
+        """The key ring tokens are minted and verified with."""
+        return self._codec.keys
+
+    @property
+    def ttl(self) -> int:
+        """Seconds a token lives."""
+        return self._codec.ttl
+
+    @property
+    def max_token_bytes(self) -> int:
+        """The longest token this codec mints or accepts."""
+        return self._codec.max_token_bytes
+
+    def __repr__(self) -> str:
+        modes = ",".join(m.value for m in self._codec.modes)
+        return f"SDKCodec(keys={self.keys!r}, mode={modes}, ttl={self.ttl})"
+
+    def seal(self, payload: bytes) -> str:
+        """Mint a token carrying ``payload`` (any bytes).
+
+        Raises:
+            ValueError: the token would exceed ``max_token_bytes`` (the SDK then answers -32603).
+        """
+        return self._codec.encode(b64encode(bytes(payload)), tool=SDK_CODEC_TOOL)
+
+    def unseal(self, token: str) -> bytes:
+        """Return the bytes a token carries, or raise ``InvalidRequestState`` (reason code only)."""
+        try:
+            text: str = self._codec.verify(token, tool=SDK_CODEC_TOOL)
+        except rs.InvalidToken as refused:
+            raise InvalidRequestState(refused.reason.value) from None
+        payload = b64decode(text)
+        if payload is None:
+            # Authentic, under our context, yet not what seal writes: refuse all the same.
+            raise InvalidRequestState(rs.Reason.MALFORMED.value)
+        return payload
+
+
+def sdk_security(
+    keys: rs.Keys,
+    /,
+    *,
+    audience: str | None = None,
+    subject: SubjectSource | None = authenticated_principal,
+    **options: Unpack[CodecOptions],
+) -> RequestStateSecurity:
+    """The SDK's ``RequestStateSecurity`` policy with ``SDKCodec`` as its codec.
+
+    One line on an ``MCPServer``: ``MCPServer("name", request_state_security=sdk_security(keys))``.
+    ``ttl`` is both the SDK's envelope lifetime and our token's. ``subject`` is
+    the SDK's ``bind_principal`` (``None`` disables principal binding);
+    ``audience=None`` defers to the boundary's default (the server's name).
+    """
+    codec = SDKCodec(keys, **options)
+    warn_if_ephemeral(codec.keys)
+    return RequestStateSecurity(codec=codec, ttl=float(codec.ttl), bind_principal=subject, audience=audience)
+
+
+def use_codec(
+    server: MCPServer[Any] | Server[Any],
+    keys: rs.Keys,
+    /,
+    *,
+    audience: str | None = None,
+    subject: SubjectSource | None = authenticated_principal,
+    **options: Unpack[CodecOptions],
+) -> RequestStateBoundary:
+    """Install the SDK's ``RequestStateBoundary`` with ``SDKCodec`` on ``server``; return it.
+
+    On an ``MCPServer`` it replaces the boundary the SDK installed; on the
+    low-level ``Server`` it adds the one the SDK leaves out. The audience
+    defaults to the server's name. Refusals answer -32602 (the SDK's boundary
+    has no re-elicit option). A replay guard is refused: use ``protect``.
+    """
+    chain(server)  # type check before any side effect
+    security = sdk_security(keys, audience=audience, subject=subject, **options)
+    boundary = RequestStateBoundary(security, default_audience=server.name)
+    install(server, boundary, Boundary)
+    return boundary

@@ -1,0 +1,40 @@
+"""A pytest plugin that swaps ``SDKCodec`` in for the SDK's built-in ``AESGCMRequestStateCodec``.
+
+Used by tests/test_mcp_sdk_suite.py to run the SDK's own request-state tests
+(shipped in the ``mcp`` sdist) against our codec: ``-p tests.support.sdk_codec_swap``.
+Loaded before the test modules import the SDK's names, so every
+``AESGCMRequestStateCodec(keys)`` they build, and every policy built from
+``keys=[...]`` or ``ephemeral()``, is an ``SDKCodec``. ``RS_SDK_CODEC_MODE``
+picks our mode (default ``encrypted``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import mcp.server.request_state as request_state
+
+import requeststate as rs
+from requeststate.mcp import SDKCodec
+
+_SDK_CODEC = request_state.AESGCMRequestStateCodec
+# The SDK's own tests seal up to 64 KiB payloads: the envelope travels as base64url in our token.
+MAX_TOKEN_BYTES = 1 << 20
+
+
+class SwappedCodec(SDKCodec):
+    """``SDKCodec`` behind the SDK codec's constructor: a ring of raw secrets, newest first."""
+
+    def __init__(self, keys: Sequence[bytes | bytearray | str]) -> None:
+        # The SDK's own checks (types, length, duplicates) and its messages, then our ring.
+        _SDK_CODEC(keys)
+        secrets = [key.encode() if isinstance(key, str) else bytes(key) for key in keys]
+        super().__init__(
+            rs.KeyRing(*secrets),
+            mode=rs.Mode(os.environ.get("RS_SDK_CODEC_MODE", "encrypted")),
+            max_token_bytes=MAX_TOKEN_BYTES,
+        )
+
+
+request_state.AESGCMRequestStateCodec = SwappedCodec  # type: ignore[misc,assignment]

@@ -1,0 +1,504 @@
+"""requeststate.mcp bindings: refused when they differ, accepted when they match; one context per use."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+from mcp.server import MCPServer
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.request_state import InvalidRequestState
+from mcp.shared.exceptions import MCPError
+from mcp_types import InputRequiredResult, RequestParamsMeta
+
+import requeststate as rs
+from requeststate.mcp import Boundary, Options, SDKCodec, protect
+from tests.support import spec_tokens as spec
+from tests.support.mcp_flow import (
+    KEYS,
+    MODES,
+    NOW_PLUS,
+    SECRET,
+    assert_frozen,
+    bounded,
+    connect,
+    echo,
+    first_round,
+    plaintext_seen,
+    replies,
+    request_context,
+)
+from tests.support.mcp_servers import MARKER, SHAPES, Shape, build
+
+pytestmark = pytest.mark.anyio
+
+DIFFERENCES = ("tool", "arguments", "user", "audience")
+STATE = f'{{"step":1,"marker":"{MARKER}","answers":[]}}'
+# Every use below carries this same state text (SDKCodec carries its bytes as base64url), so
+# only the binding can tell their tokens apart.
+CARRIED = spec.b64(STATE.encode())
+
+
+# --- end to end, in memory: every binding, both shapes ---------------------------------------------------
+
+
+@pytest.mark.parametrize("difference", DIFFERENCES)
+@pytest.mark.parametrize(("shape", "mode"), [(s, m) for s in SHAPES for m in MODES])
+async def test_misbound_echo_is_refused_and_the_legitimate_retry_then_completes(
+    shape: Shape, mode: rs.ModeName, difference: str
+) -> None:
+    # A guard (ours only: the SDK's seam refuses one) shared by both servers, as a RedisGuard would be:
+    # the legitimate retry completing proves the misbound echo consumed nothing.
+    options: dict[str, Any] = {"guard": rs.MemoryGuard()} if shape == "boundary" else {}
+    home = build("mcpserver", shape, KEYS, mode, **options)
+    away = build("mcpserver", shape, KEYS, mode, name="elsewhere", **options)
+    home.auth.subject = away.auth.subject = "alice"
+
+    async def run() -> None:
+        async with connect(home) as client, connect(away) as elsewhere:
+            token = await first_round(client)
+            if difference == "user":
+                home.auth.subject = "bob"
+            target, name, arguments = {
+                "tool": (client, "other", None),
+                "arguments": (client, "wizard", {"topic": "y"}),
+                "user": (client, "wizard", None),
+                "audience": (elsewhere, "wizard", None),
+            }[difference]
+            with pytest.raises(MCPError) as error:
+                await echo(target, token, name=name, arguments=arguments)
+            assert_frozen(error)
+            home.auth.subject = "alice"
+            retried = await echo(client, token)
+            assert isinstance(retried, InputRequiredResult)
+            assert list(retried.input_requests or {}) == ["q2"]
+
+    await bounded(run)
+    assert len(plaintext_seen(home)) == 1
+    assert plaintext_seen(away) == []
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_echo_with_other_meta_and_responses_is_accepted(shape: Shape) -> None:
+    # What a client legitimately changes between rounds is outside the arguments digest.
+    built = build("mcpserver", shape, KEYS, "encrypted")
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            token = await first_round(client)
+            return await client.session.call_tool(
+                "wizard",
+                {"topic": "x"},
+                allow_input_required=True,
+                request_state=token,
+                input_responses={**replies(1), "extra": replies(2)["q2"]},
+                meta=cast(RequestParamsMeta, {"progressToken": "p-1"}),
+            )
+
+    assert isinstance(await bounded(run), InputRequiredResult)
+
+
+async def test_arguments_are_reordered_freely() -> None:
+    # Canonical JSON: the digest ignores member order.
+    built = build("lowlevel", "boundary", KEYS, "signed")
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            token = await first_round(client, arguments={"topic": "x", "when": "now"})
+            return await echo(client, token, arguments={"when": "now", "topic": "x"})
+
+    assert isinstance(await bounded(run), InputRequiredResult)
+
+
+async def test_target_binding_accepts_other_arguments() -> None:
+    built = build("mcpserver", "boundary", KEYS, "encrypted", bind="target")
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            token = await first_round(client)
+            return await echo(client, token, arguments={"topic": "y"})
+
+    assert isinstance(await bounded(run), InputRequiredResult)
+
+
+async def test_audience_none_lets_servers_of_other_names_share_tokens() -> None:
+    home = build("mcpserver", "boundary", KEYS, "encrypted", audience=None)
+    away = build("mcpserver", "boundary", KEYS, "encrypted", name="elsewhere", audience=None)
+
+    async def run() -> Any:
+        async with connect(home) as client, connect(away) as elsewhere:
+            return await echo(elsewhere, await first_round(client))
+
+    assert isinstance(await bounded(run), InputRequiredResult)
+
+
+async def test_subject_none_binds_no_principal() -> None:
+    built = build("mcpserver", "boundary", KEYS, "encrypted", subject=None)
+    built.auth.subject = "alice"
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            token = await first_round(client)
+            built.auth.subject = "bob"
+            return await echo(client, token)
+
+    assert isinstance(await bounded(run), InputRequiredResult)
+
+
+async def test_boundary_binds_the_documented_identity() -> None:
+    # The layout in docs/wire-format.md, "MCP bindings", checked with the wire format's own formulas.
+    built = build("mcpserver", "boundary", KEYS, "signed")
+    built.auth.subject = "alice"
+
+    async def run() -> str:
+        async with connect(built) as client:
+            return await first_round(client, arguments={"topic": "x", "n": [1, "é"]})
+
+    token = await bounded(run)
+    tool = spec.boundary_tool("tools/call", "wizard", {"n": [1, "é"], "topic": "x"}, "tests", True)
+    assert spec.open_token(SECRET, token, spec.principal("alice"), tool)["s"] == STATE
+
+
+# --- the mcpd profile: vectors from the wire format ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_mcpd_binding_seals_under_the_bare_sub_and_the_tool_name(mode: rs.ModeName) -> None:
+    built = build("mcpserver", "boundary", KEYS, mode, bind="mcpd")
+    built.auth.subject = "alice"
+
+    async def run() -> str:
+        async with connect(built) as client:
+            return await first_round(client)
+
+    assert spec.open_token(SECRET, await bounded(run), "alice", "wizard")["s"] == STATE
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_mcpd_binding_accepts_a_token_minted_as_mcpd_mints_it(mode: rs.ModeName) -> None:
+    built = build("lowlevel", "boundary", KEYS, mode, bind="mcpd")
+    built.auth.subject = "alice"
+    token = spec.mint(SECRET, STATE, NOW_PLUS, "alice", "wizard", mode)
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            return await echo(client, token)
+
+    second = await bounded(run)
+    assert isinstance(second, InputRequiredResult)
+    assert list(second.input_requests or {}) == ["q2"]
+
+
+@pytest.mark.parametrize(("subject", "tool"), [("bob", "wizard"), ("alice", "other"), ("", "wizard")])
+async def test_mcpd_binding_refuses_another_sub_or_tool(subject: str, tool: str) -> None:
+    built = build("lowlevel", "boundary", KEYS, "encrypted", bind="mcpd")
+    built.auth.subject = "alice"
+    token = spec.mint(SECRET, STATE, NOW_PLUS, subject, tool, "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == []
+
+
+async def test_mcpd_binding_binds_resources_read_to_the_empty_tool() -> None:
+    built = build("mcpserver", "boundary", KEYS, "signed", bind="mcpd")
+    built.auth.subject = "alice"
+
+    async def run() -> str:
+        async with connect(built) as client:
+            first = await client.session.read_resource("res://one", allow_input_required=True)
+            assert isinstance(first, InputRequiredResult)
+            return first.request_state or ""
+
+    assert spec.open_token(SECRET, await bounded(run), "alice", "")["s"] == STATE
+
+
+def test_spec_helper_reproduces_the_published_vector() -> None:
+    # The wire format's own test vector: the independent helper above is right.
+    published = (
+        "v1.eyJzIjoie1wic3RlcFwiOjF9IiwiZXhwIjoyMDAwMDAwMDAwLCJiIjoiMDIxMDgzZTA4YzU0ZDlkYzQ1NWMxZTYzOTg3YTVhYjMwOTBkMDQzYjRlMzg4MDQ0YzEzYTUyYmFkNDk2ZDc1YyJ9"
+        ".RsV7ymUnPAhlHTSgL7WwT-JkFDls-50Uj7VMfwSzzQA"
+    )
+    assert spec.mint(bytes(range(32)), '{"step":1}', 2_000_000_000, "alice", "tool", "signed") == published
+
+
+# --- a context per use of a key: a token minted by one use is refused by every other ---------------------
+
+
+REQUEST = {"name": "wizard", "arguments": {"topic": "x"}}
+
+
+def _boundary_use(
+    mode: rs.ModeName, **options: Any
+) -> tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]:
+    boundary = Boundary(KEYS, mode=mode, on_invalid="reelicit", subject=lambda ctx: "alice", **options)
+
+    async def mint() -> str:
+        async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+            return InputRequiredResult(request_state=CARRIED)
+
+        sealed = await boundary(request_context(REQUEST), handler)
+        assert isinstance(sealed, InputRequiredResult)
+        return sealed.request_state or ""
+
+    async def accepts(token: str) -> bool:
+        handed: list[Any] = []
+
+        async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+            handed.append((ctx.params or {}).get("requestState"))
+            return {"content": [], "resultType": "complete"}
+
+        await boundary(request_context({**REQUEST, "requestState": token}), handler)
+        return handed == [CARRIED]
+
+    return mint, accepts
+
+
+def _bare_use(
+    mode: rs.ModeName, **identity: Any
+) -> tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]:
+    async def mint() -> str:
+        return rs.encode(CARRIED, KEYS, mode=mode, **identity)
+
+    async def accepts(token: str) -> bool:
+        state: str | None = rs.decode(token, KEYS, mode=mode, **identity)
+        return state == CARRIED
+
+    return mint, accepts
+
+
+def _codec_use(mode: rs.ModeName) -> tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]:
+    codec = SDKCodec(KEYS, mode=mode)
+
+    async def mint() -> str:
+        return codec.seal(STATE.encode())
+
+    async def accepts(token: str) -> bool:
+        try:
+            return codec.unseal(token) == STATE.encode()
+        except InvalidRequestState:
+            return False
+
+    return mint, accepts
+
+
+USES: dict[
+    str, Callable[[rs.ModeName], tuple[Callable[[], Awaitable[str]], Callable[[str], Awaitable[bool]]]]
+] = {
+    "bare": lambda mode: _bare_use(mode),
+    "bare-subject": lambda mode: _bare_use(mode, subject="alice"),
+    "bare-tool": lambda mode: _bare_use(mode, subject="alice", tool="wizard"),
+    "boundary-request": lambda mode: _boundary_use(mode, audience="svc"),
+    "boundary-target": lambda mode: _boundary_use(mode, audience="svc", bind="target"),
+    "boundary-mcpd": lambda mode: _boundary_use(mode, bind="mcpd"),
+    "sdk-codec": _codec_use,
+}
+# mcpd binds exactly (sub, params.name), as the bare functions do for that pair: that is what lets an
+# mcp.d server share tokens. The one pair of uses that is the same identity by design.
+SAME_BY_DESIGN = {frozenset({"bare-tool", "boundary-mcpd"})}
+PAIRS = [(a, b) for a in USES for b in USES if a != b and frozenset({a, b}) not in SAME_BY_DESIGN]
+
+
+@pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
+@pytest.mark.parametrize(("minter", "verifier"), PAIRS)
+async def test_a_token_of_one_use_is_refused_by_every_other(
+    minter: str, verifier: str, mode: rs.ModeName
+) -> None:
+    token = await USES[minter](mode)[0]()
+    assert await USES[verifier](mode)[1](token) is False
+
+
+@pytest.mark.parametrize("mode", ["signed", "encrypted"])
+@pytest.mark.parametrize("use", list(USES))
+async def test_each_use_accepts_its_own_token(use: str, mode: rs.ModeName) -> None:
+    # The control for the test above: each verifier does accept what it should.
+    mint, accepts = USES[use](mode)
+    assert await accepts(await mint()) is True
+
+
+@pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
+@pytest.mark.parametrize("wrapped", [False, True], ids=["envelope", "base64-envelope"])
+async def test_a_forged_sdk_envelope_from_the_bare_functions_is_refused(
+    mode: rs.ModeName, wrapped: bool
+) -> None:
+    # Every claim of the SDK's envelope is computable without the key. An attacker who controls a
+    # state that one use of the key mints unbound (rs.encode(state, keys)) shapes it as the envelope.
+    built = build("mcpserver", "codec", KEYS, mode)
+    now = time.time()
+    digest = hashlib.sha256(
+        json.dumps({"topic": "x"}, sort_keys=True, separators=(",", ":")).encode()
+    ).digest()
+    envelope = {
+        "v": 1,
+        "iat": now,
+        "exp": now + 600,
+        "m": "tools/call",
+        "t": "wizard",
+        "a": base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode(),
+        "aud": "tests",
+        "s": json.dumps({"step": 1, "marker": "paid", "answers": []}),
+    }
+    text = json.dumps(envelope, separators=(",", ":"))
+    forged = rs.encode(spec.b64(text.encode()) if wrapped else text, KEYS, mode=mode)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            with pytest.raises(MCPError) as error:
+                await echo(client, forged)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == []
+
+
+# --- notifications -----------------------------------------------------------------------------------------
+
+
+class CountingGuard:
+    """A MemoryGuard that counts its claims."""
+
+    def __init__(self) -> None:
+        self.inner = rs.MemoryGuard()
+        self.claims = 0
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        self.claims += 1
+        return self.inner.claim(token_id, expires_at, now)
+
+
+class _Notification:
+    """Duck-types the SDK's notification models for ``send_notification``: any method and params."""
+
+    def __init__(self, method: str, params: dict[str, Any]) -> None:
+        self.data = {"method": method, "params": params}
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        return dict(self.data)
+
+
+async def test_a_notification_never_redeems_a_state(caplog: pytest.LogCaptureFixture) -> None:
+    guard = CountingGuard()
+    built = build("mcpserver", "boundary", KEYS, "encrypted", guard=guard)
+    passed: list[dict[str, Any]] = []
+
+    async def recorder(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.request_id is None and ctx.method == "tools/call":
+            passed.append(dict(ctx.params or {}))
+        return await call_next(ctx)
+
+    built.server.middleware.append(recorder)
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            token = await first_round(client)
+            for bad in (token, "garbage"):
+                params = {
+                    "name": "wizard",
+                    "arguments": {"topic": "x"},
+                    "requestState": bad,
+                    "inputResponses": {},
+                }
+                await client.session.send_notification(cast(Any, _Notification("tools/call", params)))
+            while len(passed) < 2:
+                await anyio.sleep(0.01)
+            return await echo(client, token)
+
+    with caplog.at_level(logging.DEBUG):
+        retried = await bounded(run)
+    assert isinstance(retried, InputRequiredResult)
+    assert guard.claims == 1
+    assert len(passed) == 2
+    assert [sorted(set(params) & {"requestState", "inputResponses"}) for params in passed] == [[], []]
+    assert [r for r in caplog.records if r.exc_info is not None] == []
+    assert [r.getMessage() for r in caplog.records if r.name == "requeststate.mcp"] == []
+
+
+# --- refusal log lines ----------------------------------------------------------------------------------
+
+
+async def test_a_refusal_logs_one_line_with_method_target_id_and_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    built = build("mcpserver", "boundary", KEYS, "signed")
+    built.auth.subject = "alice"
+
+    async def run() -> str:
+        async with connect(built) as client:
+            token = await first_round(client)
+            with pytest.raises(MCPError):
+                await echo(client, token, arguments={"topic": "y"})
+            return token
+
+    with caplog.at_level(logging.DEBUG, logger="requeststate"):
+        token = await bounded(run)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("requeststate")]
+    assert len(lines) == 1
+    assert lines[0].startswith("requestState refused: method=tools/call target='wizard' id=")
+    assert lines[0].endswith(" reason=wrong_binding")
+    for secret in (token, MARKER, SECRET.hex(), "alice"):
+        assert secret not in lines[0]
+
+
+# --- setup ----------------------------------------------------------------------------------------------
+
+
+BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
+    ({"guard": rs.MemoryGuard}, TypeError, "guard"),
+    ({"guard": object()}, TypeError, "guard"),
+    ({"bind": "subject"}, ValueError, "bind"),
+    ({"audience": b"svc"}, TypeError, "audience"),
+    ({"ttl": 0}, ValueError, "ttl"),
+    ({"max_token_bytes": 0}, ValueError, "max_token_bytes"),
+    ({"mode": "plain"}, ValueError, "mode"),
+    ({"ttl_seconds": 5}, TypeError, "ttl_seconds"),
+]
+
+
+@pytest.mark.parametrize(("options", "error", "match"), BAD_OPTIONS)
+def test_boundary_refuses_what_protect_refuses(
+    options: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    # One declaration (Options) for both: the same options fail the same way.
+    with pytest.raises(error, match=match):
+        Boundary(KEYS, audience="svc", **options)
+    with pytest.raises(error, match=match):
+        protect(MCPServer("svc"), KEYS, **options)
+
+
+def test_protect_and_boundary_share_one_options_declaration() -> None:
+    assert set(Options.__optional_keys__) == {
+        "mode",
+        "ttl",
+        "leeway",
+        "max_token_bytes",
+        "clock",
+        "guard",
+        "on_invalid",
+        "bind",
+        "subject",
+        "audience",
+    }
+
+
+def test_boundary_built_directly_needs_an_audience() -> None:
+    with pytest.raises(TypeError, match="audience="):
+        Boundary(KEYS)
+
+
+def test_protect_binds_the_server_name_as_audience() -> None:
+    assert "audience='svc'" in repr(protect(MCPServer("svc"), KEYS))

@@ -1,0 +1,117 @@
+"""requeststate.mcp and replay guards: a sync guard never blocks the event loop; the SDK seam refuses one."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+pytest.importorskip("redis", reason="the redis extra is not installed")
+
+import anyio
+from mcp.server import MCPServer, Server
+from mcp.shared.exceptions import MCPError
+
+import requeststate as rs
+from requeststate.mcp import SDKCodec, sdk_security, use_codec
+from requeststate.redis import RedisGuard
+from tests.support.mcp_flow import KEYS, assert_frozen, bounded, connect, echo, first_round
+from tests.support.mcp_servers import build
+
+pytestmark = pytest.mark.anyio
+
+REDIS_TIMEOUT = 0.5
+GUARD: Any = rs.MemoryGuard()  # typed Any: the codec seam types guard as None, and refuses one at runtime
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that accepts connections (the kernel's backlog) and never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
+
+
+async def test_a_hung_sync_guard_never_stalls_the_event_loop(silent_port: int) -> None:
+    guard = RedisGuard.from_url(f"redis://127.0.0.1:{silent_port}/0", timeout=REDIS_TIMEOUT)
+    built = build("lowlevel", "boundary", KEYS, "encrypted", guard=guard)
+    stalls: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            before = time.monotonic()
+            await anyio.sleep(0.005)
+            stalls.append(time.monotonic() - before - 0.005)
+
+    async def run() -> float:
+        async with connect(built) as client, anyio.create_task_group() as group:
+            token = await first_round(client)
+            group.start_soon(ticker)
+            started = time.monotonic()
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+            waited = time.monotonic() - started
+            group.cancel_scope.cancel()
+        return waited
+
+    waited = await bounded(run)
+    assert waited >= REDIS_TIMEOUT * 0.9  # the guard did wait for Redis, off the loop
+    assert max(stalls) < REDIS_TIMEOUT / 2
+
+
+@pytest.mark.parametrize(
+    "install",
+    [
+        lambda: SDKCodec(KEYS, guard=GUARD),
+        lambda: sdk_security(KEYS, guard=GUARD),
+        lambda: use_codec(MCPServer("svc"), KEYS, guard=GUARD),
+        lambda: use_codec(Server("svc"), KEYS, guard=GUARD),
+    ],
+    ids=["SDKCodec", "sdk_security", "use_codec-mcpserver", "use_codec-lowlevel"],
+)
+def test_the_sdk_codec_seam_refuses_a_guard_and_points_to_protect(install: Any) -> None:
+    with pytest.raises(ValueError, match=r"protect\(server, keys, guard="):
+        install()
+
+
+def test_use_codec_leaves_the_server_untouched_when_it_refuses_a_guard() -> None:
+    server: MCPServer[Any] = MCPServer("svc")
+    before = list(server.middleware)
+    with pytest.raises(ValueError, match="replay guard"):
+        use_codec(server, KEYS, guard=GUARD)
+    assert server.middleware == before
+
+
+class AsyncMemoryGuard:
+    """An ``AsyncGuard``: a ``MemoryGuard`` behind a coroutine, with its claims counted."""
+
+    def __init__(self) -> None:
+        self.inner = rs.MemoryGuard()
+        self.claims = 0
+
+    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        self.claims += 1
+        await anyio.sleep(0)
+        return self.inner.claim(token_id, expires_at, now)
+
+
+async def test_an_async_guard_is_awaited_and_refuses_a_second_redemption() -> None:
+    guard = AsyncMemoryGuard()
+    built = build("mcpserver", "boundary", KEYS, "signed", guard=guard)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            await echo(client, token)
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert guard.claims == 2

@@ -1,0 +1,83 @@
+"""Key rotation across a rolling deploy: two server processes at adjacent phases accept each other's tokens.
+
+The three phases (README, "Rotating keys"): ``KeyRing(old, new)`` everywhere,
+then ``KeyRing(new, old)``, then ``KeyRing(new)`` once a TTL has passed. During
+a rolling deploy one worker is still at a phase while another is at the next:
+every adjacent pair must complete a flow minted on either side.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import InputRequiredResult
+
+from tests.support.mcp_flow import ROOT, answer, assert_frozen, b64_secret, bounded, echo, finish, first_round
+
+pytestmark = pytest.mark.anyio
+
+OLD = bytes(range(32))
+NEW = bytes(range(100, 132))
+PHASES: dict[str, tuple[bytes, ...]] = {
+    "before": (OLD,),
+    "1-old-new": (OLD, NEW),
+    "2-new-old": (NEW, OLD),
+    "3-new": (NEW,),
+}
+STEPS = [("before", "1-old-new"), ("1-old-new", "2-new-old"), ("2-new-old", "3-new")]
+
+
+def server(ring: Sequence[bytes]) -> StdioServerParameters:
+    """A stdio server process with the key ring ``ring``: the first key mints, as in REQUESTSTATE_KEYS."""
+    env = {
+        "REQUESTSTATE_KEYS": ",".join(map(b64_secret, ring)),
+        "RS_TEST_TIER": "mcpserver",
+        "RS_TEST_SHAPE": "boundary",
+        "RS_TEST_MODE": "encrypted",
+        "PYTHONPATH": str(ROOT),
+    }
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "tests.support.mcp_stdio_server"], env=env, cwd=ROOT
+    )
+
+
+async def _across(minter: Client, other: Client) -> str:
+    """Round 1 on ``minter``, round 2 on ``other``, round 3 on ``minter``: the final text."""
+    second = await echo(other, await first_round(minter))
+    assert isinstance(second, InputRequiredResult)
+    return await finish(minter, second.request_state or "")
+
+
+@pytest.mark.parametrize(("behind", "ahead"), STEPS)
+async def test_adjacent_rotation_phases_complete_each_others_flows(behind: str, ahead: str) -> None:
+    async def run() -> list[str]:
+        async with AsyncExitStack() as stack:
+            old = await stack.enter_async_context(Client(server(PHASES[behind]), elicitation_callback=answer))
+            new = await stack.enter_async_context(Client(server(PHASES[ahead]), elicitation_callback=answer))
+            return [await _across(old, new), await _across(new, old)]
+
+    assert await bounded(run) == ["done: a1,a2"] * 2
+
+
+async def test_skipping_the_first_phase_refuses_tokens_during_the_deploy() -> None:
+    # The order the README used to give: KeyRing(new, old) straight away. A worker still on
+    # KeyRing(old) cannot read what an updated worker mints with the new key.
+    async def run() -> Any:
+        async with AsyncExitStack() as stack:
+            old = await stack.enter_async_context(Client(server((OLD,)), elicitation_callback=answer))
+            new = await stack.enter_async_context(Client(server((NEW, OLD)), elicitation_callback=answer))
+            with pytest.raises(MCPError) as error:
+                await echo(old, await first_round(new))
+            assert_frozen(error)
+
+    await bounded(run)
