@@ -69,7 +69,7 @@ def test_every_python_block_of_the_page_runs(page: Path, monkeypatch: pytest.Mon
 def test_the_pages_hold_python_blocks_that_run() -> None:
     # Guards the extractor itself: a broken fence pattern would run nothing and pass.
     counts = {page.name: sum(b.runs for b in python_blocks(page.read_text())) for page in PAGES}
-    assert counts["README.md"] >= 8
+    assert counts["README.md"] >= 6
     assert counts["quickstart.md"] >= 5
 
 
