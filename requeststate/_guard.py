@@ -140,7 +140,7 @@ class MemoryGuard:
     several workers or hosts, use ``requeststate.redis.RedisGuard``.
     """
 
-    __slots__ = ("_capacity", "_expiries", "_full", "_heap", "_lock", "_monotonic", "_purged_to")
+    __slots__ = ("_capacity", "_full", "_heap", "_held", "_lock", "_monotonic", "_purged_to")
 
     def __init__(
         self, capacity: int = DEFAULT_CAPACITY, *, monotonic: Callable[[], float] = time.monotonic
@@ -159,9 +159,9 @@ class MemoryGuard:
         self._monotonic: Final = monotonic
         # _thread's lock is threading.Lock itself, without importing threading's machinery.
         self._lock: Final = _thread.allocate_lock()
-        # Each held id is in both: the dict answers "claimed?", the heap finds the
+        # Each held id is in both: the set answers "claimed?", the heap finds the
         # next to expire. An id enters once and leaves once, so they stay in step.
-        self._expiries: Final[dict[str, int]] = {}
+        self._held: Final[set[str]] = set()
         self._heap: Final[list[tuple[int, str]]] = []
         # (purge clock, monotonic reading) at the last claim; None before the first.
         self._purged_to: tuple[float, float] | None = None
@@ -195,10 +195,10 @@ class MemoryGuard:
             heap = self._heap
             clock = self._purge_clock(now)
             while heap and heap[0][0] < clock:
-                del self._expiries[heapq.heappop(heap)[1]]
-            if token_id in self._expiries:
+                self._held.remove(heapq.heappop(heap)[1])
+            if token_id in self._held:
                 return False
-            if len(self._expiries) >= self._capacity:
+            if len(self._held) >= self._capacity:
                 if not self._full:
                     self._full = True
                     import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
@@ -212,13 +212,13 @@ class MemoryGuard:
                     f"MemoryGuard is full: {self._capacity} ids have not expired yet (raise its capacity)"
                 )
             self._full = False
-            self._expiries[token_id] = expires_at
+            self._held.add(token_id)
             heapq.heappush(heap, (expires_at, token_id))
             return True
 
     def __len__(self) -> int:
         """The number of ids held, including expired ones not purged yet."""
-        return len(self._expiries)
+        return len(self._held)
 
     def __repr__(self) -> str:
-        return f"MemoryGuard(capacity={self._capacity}, size={len(self._expiries)})"
+        return f"MemoryGuard(capacity={self._capacity}, size={len(self._held)})"

@@ -14,9 +14,9 @@ __all__ = ["Keys", "check_clock", "check_guard", "check_int", "guard_is_async", 
 Keys: TypeAlias = "KeyRing | bytes"
 """What a codec takes as keys: a ``KeyRing``, or one raw secret of at least 32 bytes."""
 
-# co_flags bits of a coroutine function (CO_COROUTINE, CO_ITERABLE_COROUTINE):
-# read directly, since the inspect module costs an import of ast and dis.
-_COROUTINE_FLAGS: Final = 0x80 | 0x100
+# The co_flags bit of an async def (inspect.CO_COROUTINE), read directly: the
+# inspect module costs an import of ast and dis.
+_CO_COROUTINE: Final = 0x80
 
 
 @lru_cache(maxsize=16)
@@ -57,9 +57,9 @@ def check_guard(guard: object) -> None:
 
 def guard_is_async(guard: object) -> bool:
     """Whether ``guard.claim`` is a coroutine function (an ``AsyncGuard``)."""
-    claim = getattr(guard, "claim", None)
-    code = getattr(getattr(claim, "__func__", claim), "__code__", None)
-    return code is not None and bool(code.co_flags & _COROUTINE_FLAGS)
+    # A bound method forwards __code__ to its function.
+    code = getattr(getattr(guard, "claim", None), "__code__", None)
+    return code is not None and bool(code.co_flags & _CO_COROUTINE)
 
 
 def check_clock(clock: object) -> Callable[[], float] | None:

@@ -1062,3 +1062,50 @@ def test_adecode_has_no_leeway_by_default(ring: rs.KeyRing, mode: rs.Mode) -> No
 def test_adecode_decodes_the_requested_type(ring: rs.KeyRing, mode: rs.Mode) -> None:
     token = rs.encode(Step(3), ring, mode=mode, now=NOW)
     assert asyncio.run(rs.adecode(token, ring, mode=mode, now=NOW, type=Step)) == Step(3)
+
+
+def test_a_sync_claim_that_returns_a_coroutine_is_a_type_error_naming_the_async_calls(
+    ring: rs.KeyRing,
+) -> None:
+    class SneakyGuard:  # claim is a plain function, so the codec cannot tell up front
+        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+            async def later() -> bool:
+                return True
+
+            return later()  # type: ignore[return-value]
+
+    token = mint(ring, rs.Mode.SIGNED)
+    codec = rs.Codec(ring, mode="signed", guard=SneakyGuard())
+    with pytest.raises(TypeError, match=r"^an async guard needs averify\(\) or adecode\(\)$"):
+        codec.decode(token, subject="alice", tool="book", now=NOW)
+
+
+def test_each_codec_method_binds_no_identity_by_default(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    codec = rs.Codec(ring, mode=mode)
+    token = codec.encode("x", now=NOW)
+    assert codec.decode(token, now=NOW) == "x"
+    assert codec.verify(token, now=NOW) == "x"
+    assert asyncio.run(codec.adecode(token, now=NOW)) == "x"
+    assert asyncio.run(codec.averify(token, now=NOW)) == "x"
+
+
+def test_codec_repr_without_a_guard(ring: rs.KeyRing) -> None:
+    assert repr(rs.Codec(ring, mode="encrypted")) == f"Codec(keys={ring!r}, mode=encrypted, ttl=300)"
+
+
+def test_encode_names_a_bad_now(ring: rs.KeyRing) -> None:
+    with pytest.raises(TypeError, match=r"^now must be an int, not str$"):
+        rs.Codec(ring, mode="signed").encode("x", now="1")  # type: ignore[arg-type]
+
+
+def test_functions_with_an_unhashable_guard_keep_every_option(ring: rs.KeyRing) -> None:
+    class ListGuard(list[str]):
+        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+            self.append(token_id)
+            return True
+
+    token = rs.encode("x", ring, mode="signed", now=NOW, ttl=10)
+    options: dict[str, Any] = {"mode": "signed", "guard": ListGuard()}
+    assert rs.decode(token, ring, now=NOW + 11, leeway=1, **options) == "x"
+    assert rs.decode(token, ring, now=NOW + 12, leeway=1, **options) is None
+    assert rs.decode(token, ring, now=NOW, max_token_bytes=len(token) - 1, **options) is None

@@ -184,3 +184,13 @@ def test_parse_refuses_bytes_that_are_not_utf8_in_an_unknown_member() -> None:
     # msgspec skips an unknown member without reading it as UTF-8; found by the fuzz corpus.
     raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":"\xdb"}'
     assert parse_payload(raw) is rs.Reason.MALFORMED
+
+
+def test_too_deep_does_not_count_characters_outside_the_brackets() -> None:
+    # Non-ASCII characters outside a string are not JSON; they must not add depth.
+    text = "[" * MAX_JSON_DEPTH + "é" * 5 + "]" * MAX_JSON_DEPTH
+    assert too_deep(text) is False
+
+
+def test_duplicate_scan_answers_false_for_distinct_names() -> None:
+    assert _has_duplicate_member(b'{"a":1,"b":2}') is False

@@ -218,3 +218,20 @@ def test_a_full_guard_warns_once_until_it_has_room_again(caplog: pytest.LogCaptu
 def test_monotonic_must_be_callable() -> None:
     with pytest.raises(TypeError, match="monotonic must be a callable"):
         MemoryGuard(monotonic=1.0)  # type: ignore[arg-type]
+
+
+def test_a_purge_clock_gains_nothing_while_the_monotonic_clock_stands_still() -> None:
+    monotonic = _SteadyClock()
+    monotonic.seconds = 1000.0  # a monotonic clock need not start at zero
+    guard = MemoryGuard(monotonic=monotonic)
+    guard.claim(ID, NOW + 1, NOW)
+    guard.claim(OTHER_ID, NOW + 3600, NOW + 3600)  # the wall clock jumps; no real time passed
+    assert len(guard) == 2
+    monotonic.seconds = 1002.0
+    guard.claim("c" * 32, NOW + 3600, NOW + 3600)  # two real seconds: ID (NOW + 1) has expired
+    assert len(guard) == 2
+
+
+def test_monotonic_error_states_the_requirement() -> None:
+    with pytest.raises(TypeError, match=r"^monotonic must be a callable returning seconds$"):
+        MemoryGuard(monotonic=None)  # type: ignore[arg-type]

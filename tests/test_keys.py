@@ -11,7 +11,13 @@ import pytest
 from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
 
 import requeststate as rs
-from requeststate._keys import BoundKey, bind_input, derive_subkey
+from requeststate._keys import (
+    BIND_TAG_CACHE_MAX_BYTES,
+    BIND_TAG_CACHE_SIZE,
+    BoundKey,
+    bind_input,
+    derive_subkey,
+)
 from tests.conftest import OTHER_SECRET, SECRET
 from tests.support import reference as ref
 
@@ -407,3 +413,48 @@ def test_the_xchacha_cipher_cannot_be_pickled(ring: rs.KeyRing) -> None:
     # Its state is the raw 32-byte key: a pickle would write it out.
     with pytest.raises(TypeError, match="XChaCha20Poly1305 cannot be pickled"):
         pickle.dumps(ring._subkeys[0].xchacha)
+
+
+def test_the_bind_tag_cache_holds_a_bounded_number_of_identities_dropping_the_oldest() -> None:
+    # A fresh ring: the cache is built with the ring (a shared fixture's is not).
+    ring = rs.KeyRing(SECRET)
+    for index in range(BIND_TAG_CACHE_SIZE + 1):
+        ring._bound_keys(f"user-{index}", "book")
+    cached = ring._bound_keys_cached
+    assert len(cached) == BIND_TAG_CACHE_SIZE
+    assert ("user-0", "book") not in cached
+    assert ("user-1", "book") in cached
+    assert (f"user-{BIND_TAG_CACHE_SIZE}", "book") in cached
+
+
+def test_a_fresh_ring_serves_a_short_identity_from_its_cache() -> None:
+    ring = rs.KeyRing(SECRET)
+    first = ring._bound_keys("alice", "book")
+    assert ring._bound_keys_cached[("alice", "book")] is first
+    assert ring._bound_keys("alice", "book") is first
+
+
+def test_an_identity_of_exactly_the_cached_size_is_cached() -> None:
+    ring = rs.KeyRing(SECRET)
+    tool = "t" * (BIND_TAG_CACHE_MAX_BYTES - len("alice\0"))
+    ring._bound_keys("alice", tool)
+    ring._bound_keys("alice", tool + "t")
+    assert list(ring._bound_keys_cached) == [("alice", tool)]
+
+
+def test_an_unhashable_identity_is_refused_by_what_an_identity_must_be() -> None:
+    with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
+        rs.KeyRing(SECRET)._bound_keys(["alice"], None)  # type: ignore[arg-type]
+
+
+def test_the_payload_rule_error_states_the_rule() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^a subject bound without a tool must not start with '\{' \(it would read as a payload\)$",
+    ):
+        bind_input("{", None)
+
+
+def test_the_subkeys_pickling_error_says_why() -> None:
+    with pytest.raises(TypeError, match=r"^SubKeys cannot be pickled: it holds derived key material$"):
+        pickle.dumps(rs.KeyRing(SECRET)._subkeys[0])
