@@ -25,7 +25,7 @@ def test_the_floors_pin_every_runtime_and_extra_dependency_at_its_lower_bound() 
         "mcp-types==2.3",
         "anyio==4.10",
         "httpx2==2.10",
-        "redis==5.0.1",
+        "redis==6.0",
     ]
 
 
