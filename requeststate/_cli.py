@@ -121,7 +121,10 @@ def _when(exp: object, now: int) -> str:
 
 def _show_claims(exp: object, token_id: object, now: int) -> None:
     print(f"expires: {_when(exp, now)}")
-    print(f"id:      {token_id if isinstance(token_id, str) else 'none (cannot be made single-use)'}")
+    # ensure_ascii: in an unverified v1. payload the id is anyone's to write, and no
+    # escape sequence of theirs may reach the terminal.
+    shown = json.dumps(token_id, ensure_ascii=True) if isinstance(token_id, str) else None
+    print(f"id:      {shown or 'none (cannot be made single-use)'}")
 
 
 def _show_unverified(token: str, mode: Mode, now: int) -> int:

@@ -306,9 +306,10 @@ class Codec:
         """Return the state a token carries, or raise ``InvalidToken`` saying why not.
 
         The checks run in this order, and authentication comes before any claim
-        is read: type and size, prefix against the modes accepted, framing, MAC
-        or AEAD tag (under each key of the ring), payload, expiry, binding,
-        ``type``, and last the guard's claim.
+        is read: type and size, prefix against the modes accepted, the
+        identity's validity (no decoding yet), framing, MAC or AEAD tag (under
+        each key of the ring), payload, expiry, binding, ``type``, and last the
+        guard's claim.
 
         Args:
             token: the echoed ``requestState``, as the client sent it (any type).

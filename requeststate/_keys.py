@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import binascii
 import hashlib
 import itertools
@@ -81,7 +82,9 @@ def bind_input(subject: str, tool: str | None) -> bytes:
         raise ValueError(
             "a subject bound without a tool must not start with '{' (it would read as a payload)"
         )
-    text = subject if tool is None else f"{subject}\0{tool}"
+    # join, not an f-string: a str subclass (a StrEnum) is bound by its content,
+    # as the cache (keyed by equality) and the spec see it, not by its __format__.
+    text = subject if tool is None else "\0".join((subject, tool))
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -187,6 +190,9 @@ def _bound_keys_cache(
     # which the codec makes itself on the path every request takes. Errors
     # are not cached.
     cache: BoundKeysCache = {}
+    # Readers only call cache.get, which is safe beside a writer. Writers take
+    # the lock: evicting iterates the dict, which another writer must not change.
+    writing = _thread.allocate_lock()
 
     def bound_keys(subject: str, tool: str | None) -> tuple[BoundKey, ...]:
         try:
@@ -202,9 +208,10 @@ def _bound_keys_cache(
         # (an MCP tool name): a long identity is computed, never kept, so the
         # cache holds at most BIND_TAG_CACHE_SIZE short ones (a few MiB).
         if len(data) <= BIND_TAG_CACHE_MAX_BYTES:
-            if len(cache) >= BIND_TAG_CACHE_SIZE:
-                cache.pop(next(iter(cache)), None)  # the oldest entry
-            cache[subject, tool] = pairs
+            with writing:
+                if len(cache) >= BIND_TAG_CACHE_SIZE:
+                    del cache[next(iter(cache))]  # the oldest entry
+                cache[subject, tool] = pairs
         return pairs
 
     return cache, bound_keys

@@ -92,6 +92,11 @@ _MAX_SECONDS: Final = 2**62 // 1000
 # The errors that mean "Redis is down or slow": the only ones fail_open rides out.
 # RedisClusterException is the cluster client finding no node to talk to.
 _OUTAGE: Final = (RedisConnectionError, RedisTimeoutError, RedisClusterException)
+_MISCONFIGURED: Final = tuple(
+    getattr(redis.exceptions, name)
+    for name in ("AuthenticationError", "AuthorizationError", "ExternalAuthProviderError")
+    if hasattr(redis.exceptions, name)  # ExternalAuthProviderError is newer than redis-py 6.0
+)
 _ERRORS: Final = (RedisError, RedisClusterException)
 
 _ASYNC_CLIENTS: Final = (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster)
@@ -166,7 +171,9 @@ def _settle_waited(replies: list[Any], replicas: int, wait_ms: int) -> bool:
 
 def _unavailable(error: Exception, fail_open: bool) -> bool:
     cause = type(error).__name__
-    if fail_open and isinstance(error, _OUTAGE):
+    # redis-py raises a refused password or ACL as a ConnectionError: a configuration to fix,
+    # which fails closed like every other error reply, never an outage to ride out.
+    if fail_open and isinstance(error, _OUTAGE) and not isinstance(error, _MISCONFIGURED):
         # The log names the failure, never the token id or its key.
         _log.warning(
             "Redis replay guard unavailable (%s); fail_open=True: token accepted without a replay check",

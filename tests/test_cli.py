@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import runpy
 import shutil
@@ -404,3 +405,11 @@ def test_bench_returns_the_benchmarks_exit_code(monkeypatch: pytest.MonkeyPatch)
 def test_bench_that_returns_normally_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runpy, "run_module", lambda name, **options: None)
     assert main(["bench"]) == 0
+
+
+def test_inspect_escapes_control_characters_in_an_unverified_id() -> None:
+    # The id of an unverified v1. payload is anyone's to write; it once reached the terminal raw.
+    payload = json.dumps({"s": "x", "exp": NOW, "b": "0" * 64, "id": "\x1b]0;PWNED\x07\x1b[2J"}).encode()
+    done = run("inspect", "v1." + b64(payload) + "." + b64(bytes(32)), env={"REQUESTSTATE_KEYS": ""})
+    assert "\x1b" not in done.stdout
+    assert 'id:      "\\u001b]0;PWNED\\u0007\\u001b[2J"' in done.stdout

@@ -4,6 +4,7 @@ import base64
 import copy
 import gc
 import pickle
+import sys
 import threading
 import tracemalloc
 
@@ -458,3 +459,50 @@ def test_the_payload_rule_error_states_the_rule() -> None:
 def test_the_subkeys_pickling_error_says_why() -> None:
     with pytest.raises(TypeError, match=r"^SubKeys cannot be pickled: it holds derived key material$"):
         pickle.dumps(rs.KeyRing(SECRET)._subkeys[0])
+
+
+def test_the_bind_tag_cache_stays_bounded_and_never_raises_under_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Evicting iterates the dict: unguarded, a second writer made it raise
+    # RuntimeError out of decode, and pushed the cache past its bound.
+    monkeypatch.setattr("requeststate._keys.BIND_TAG_CACHE_SIZE", 8)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        ring = rs.KeyRing(SECRET)
+        errors: list[BaseException] = []
+
+        def churn(worker: int) -> None:
+            try:
+                for index in range(3000):
+                    ring._bound_keys("alice", f"{worker}-{index}")
+            except BaseException as error:  # collected for the assertion below
+                errors.append(error)
+
+        threads = [threading.Thread(target=churn, args=(worker,)) for worker in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(ring._bound_keys_cached) == 8
+
+
+class Labelled(str):
+    """A str whose format is not its content, as a (str, Enum) member's is on 3.12+."""
+
+    __slots__ = ()
+
+    def __format__(self, spec: str) -> str:
+        return "label:" + str.__str__(self)
+
+
+def test_a_str_subclass_is_bound_by_its_content() -> None:
+    # An f-string used its __format__ while the cache matched by content: the
+    # tag depended on what was cached, and was not the spec's.
+    assert bind_input("alice", Labelled("book")) == b"alice\0book"
+    tags = rs.KeyRing(SECRET)._bound_keys("alice", Labelled("book"))
+    assert tags[0][1] == ref.bind_tag(SECRET, "alice", "book")

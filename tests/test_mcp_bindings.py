@@ -8,6 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
 from typing import Any, cast
 
 import anyio
@@ -23,6 +24,7 @@ from mcp_types import InputRequiredResult, RequestParamsMeta
 
 import requeststate as rs
 from requeststate.mcp import Boundary, Options, SDKCodec, protect
+from requeststate.mcp._boundary import _logged_id
 from tests.support import spec_tokens as spec
 from tests.support.mcp_flow import (
     KEYS,
@@ -502,3 +504,9 @@ def test_boundary_built_directly_needs_an_audience() -> None:
 
 def test_protect_binds_the_server_name_as_audience() -> None:
     assert "audience='svc'" in repr(protect(MCPServer("svc"), KEYS))
+
+
+def test_a_refusal_log_bounds_the_id_the_client_chose() -> None:
+    # A 1 MB JSON-RPC id once made a 1 MB log line per refused request.
+    logged = _logged_id(cast(Any, SimpleNamespace(request_id="x" * 1_000_000)))
+    assert logged == "'" + "x" * 199

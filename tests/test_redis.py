@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
+from redis.exceptions import AuthenticationError, AuthorizationError
 
 from requeststate._guard import GuardUnavailable
-from requeststate.redis import AsyncRedisGuard, RedisGuard, redis_key
+from requeststate.redis import AsyncRedisGuard, RedisGuard, _unavailable, redis_key
 
 from .support import redis_server
 
@@ -431,3 +432,12 @@ def test_unexpected_reply_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_key_of_an_id_with_a_lone_surrogate_is_still_a_hash() -> None:
     digest = hashlib.sha256(b"\xed\xa0\x80").hexdigest()
     assert redis_key("ns", "\ud800") == f"ns:{digest}"
+
+
+@pytest.mark.parametrize("error", [AuthenticationError("WRONGPASS"), AuthorizationError("NOPERM")])
+def test_a_refused_password_fails_closed_even_with_fail_open(error: Exception) -> None:
+    # redis-py raises these as ConnectionError subclasses: a configuration to fix, not an outage.
+    with pytest.raises(
+        GuardUnavailable, match=f"^Redis could not record the claim \\({type(error).__name__}\\)$"
+    ):
+        _unavailable(error, fail_open=True)

@@ -100,6 +100,11 @@ def _without_round(params: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in params.items() if key not in _ROUND_FIELDS}
 
 
+def _logged_id(ctx: ServerRequestContext[Any, Any]) -> str:
+    # The client chose it too: a 1 MB id would be a 1 MB log line per request.
+    return repr(ctx.request_id)[:_LOGGED_TARGET_CHARS]
+
+
 def _logged_target(ctx: ServerRequestContext[Any, Any]) -> str | None:
     # The client chose it: truncated, and logged with %r so it cannot forge log lines.
     field = "uri" if ctx.method == "resources/read" else "name"
@@ -250,10 +255,10 @@ class Boundary:
         # One log line per refusal, for the operator; the wire gets the frozen shape.
         # Returns only under on_invalid="reelicit", where the caller drops the state.
         logger.warning(
-            "requestState refused: method=%s target=%r id=%r reason=%s",
+            "requestState refused: method=%s target=%r id=%s reason=%s",
             ctx.method,
             _logged_target(ctx),
-            ctx.request_id,
+            _logged_id(ctx),
             reason,
             exc_info=exc_info,
         )
@@ -278,10 +283,10 @@ class Boundary:
             token = self._codec.encode(state, subject=subject, tool=tool)
         except Exception:  # deny on error: never let an unsealed state reach the wire
             logger.exception(
-                "refusing to seal requestState: method=%s target=%r id=%r",
+                "refusing to seal requestState: method=%s target=%r id=%s",
                 ctx.method,
                 _logged_target(ctx),
-                ctx.request_id,
+                _logged_id(ctx),
             )
             raise MCPError(code=INTERNAL_ERROR, message="Internal error") from None
         if isinstance(result, Mapping):
