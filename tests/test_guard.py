@@ -204,6 +204,7 @@ def test_a_full_guard_warns_once_until_it_has_room_again(caplog: pytest.LogCaptu
     for attempt in range(3):
         with pytest.raises(GuardUnavailable, match="full"):
             guard.claim(f"{attempt:032x}", NOW + 10, NOW)
+    assert {r.name for r in caplog.records} == {"requeststate"}
     assert [r.getMessage() for r in caplog.records].count(
         "MemoryGuard is full (1 live ids): every redemption is refused until ids expire; "
         "raise its capacity or rate-limit minting per user"

@@ -279,10 +279,13 @@ def test_budget_warning_names_the_key_the_count_the_limit_and_the_way_out(
     with caplog.at_level("WARNING", logger="requeststate"):
         for _ in range(2):
             rs.encode("x", ring, mode="encrypted")
-    assert caplog.records[0].getMessage() == (
-        f"requestState key {ring.fingerprint} has sealed 2 AES-GCM tokens in this process, of a limit of 4: "
-        "rotate to a new secret, or move to mode='xchacha'"
-    )
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        (
+            "requeststate",
+            f"requestState key {ring.fingerprint} has sealed 2 AES-GCM tokens in this process, "
+            "of a limit of 4: rotate to a new secret, or move to mode='xchacha'",
+        )
+    ]
 
 
 def test_budget_error_names_the_key_the_limit_and_the_way_out() -> None:
