@@ -10,11 +10,9 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +44,7 @@ from requeststate.probe import _encodings as encodings
 from requeststate.probe import _mutations as mutations
 from requeststate.probe import _placeholders as placeholders
 from tests.support import probe_gallery as gallery
-from tests.support import probe_server
+from tests.support import probe_server, processes
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
@@ -376,43 +374,13 @@ def test_a_server_that_dies_mid_probe_gives_errors_not_passes(
 # --- streamable HTTP ---------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def http_booking() -> Iterator[str]:
     """examples/booking_server.py --http on a free loopback port; its URL."""
-    port = _free_port()
+    port = processes.free_port()
     env = {**os.environ, "REQUESTSTATE_KEYS": SECRET, "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen(
-        [*BOOKING, "--http", "--port", str(port)],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert server.poll() is None, "the HTTP example server exited"
-            assert time.monotonic() < deadline, "the HTTP example server did not start"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    with processes.serving([*BOOKING, "--http", "--port", str(port)], port, env, ROOT) as url:
+        yield url
 
 
 def test_booking_server_over_http_binds_no_user_without_auth(
@@ -526,7 +494,7 @@ def test_server_that_never_answers_times_out(capsys: pytest.CaptureFixture[str])
 
 
 def test_unreachable_url_is_a_setup_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe", "--url", f"http://127.0.0.1:{_free_port()}/mcp"]) == 2
+    assert main(["probe", "--url", f"http://127.0.0.1:{processes.free_port()}/mcp"]) == 2
     assert "could not connect to the server" in capsys.readouterr().err
 
 
