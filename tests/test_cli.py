@@ -185,7 +185,7 @@ def test_inspect_signed_without_key_shows_expiry_id_and_time_left() -> None:
     token_id = rs.verify(minted, SECRET, mode="signed", subject="alice", tool="book", now=NOW, guard=Ids())
     done = run("inspect", minted, "--now", str(NOW + 100))
     assert "expires: 2033-05-18T03:38:20Z (unix 2000000300), 200 s left" in done.stdout
-    assert f"id:      {Ids.last}" in done.stdout
+    assert f'id:      "{Ids.last}"' in done.stdout
     assert token_id == '{"step":1}'
 
 
@@ -201,7 +201,7 @@ def test_inspect_with_key_shows_the_verified_expiry_and_id(mode: rs.Mode) -> Non
     args = ("inspect", minted, "--key-env", "TEST_KEYS", "--subject", "alice", "--tool", "book")
     done = run(*args, "--now", str(NOW + 1), "--leeway", "5", env=KEY_ENV)
     assert "expires: 2033-05-18T03:38:20Z (unix 2000000300), 299 s left" in done.stdout
-    assert f"id:      {Ids.last}" in done.stdout
+    assert f'id:      "{Ids.last}"' in done.stdout
 
 
 def test_inspect_reads_requeststate_keys_when_it_is_set() -> None:
