@@ -70,7 +70,10 @@ def _run(suite: Path, mode: str) -> tuple[set[str], int]:
             "no:cacheprovider",
             "-o",
             "addopts=",
-            "--no-cov",
+            # Not --no-cov: that option exists only where pytest-cov is installed,
+            # and the other Pythons' runs (scripts/matrix.py) install no pytest-cov.
+            "-p",
+            "no:pytest_cov",
         ],
         cwd=suite,
         env=env,
