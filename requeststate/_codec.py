@@ -21,7 +21,7 @@ import msgspec
 
 from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, read_payload, too_deep
 from ._errors import InvalidToken, Reason
-from ._guard import AsyncGuard, Guard, aclaim, claim
+from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim
 from ._keys import KeyRing
 from ._modes import Mode, Modes, unexpected_prefix, wire_modes
 from ._options import Keys, check_clock, check_guard, check_int, guard_is_async, key_ring
@@ -324,7 +324,7 @@ class Codec:
                 is not an ``int``.
         """
         if self._guard_is_async:
-            raise TypeError("an async guard needs averify() or adecode()")
+            raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
         verified = self._verified(token, subject, tool, now, type)
         if isinstance(verified, tuple):
             refused = self._claim(verified)
@@ -373,7 +373,7 @@ class Codec:
         log should say why a token was refused.
         """
         if self._guard_is_async:
-            raise TypeError("an async guard needs averify() or adecode()")
+            raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
         verified = self._verified(token, subject, tool, now, type)
         if not isinstance(verified, tuple):
             return None

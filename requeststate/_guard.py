@@ -18,6 +18,7 @@ from typing import Final, Protocol, final
 from ._errors import Reason
 
 __all__ = [
+    "ASYNC_GUARD_NEEDS_AWAIT",
     "DEFAULT_CAPACITY",
     "AsyncGuard",
     "Guard",
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 DEFAULT_CAPACITY: Final = 100_000
+ASYNC_GUARD_NEEDS_AWAIT: Final = "an async guard needs averify() or adecode()"
+"""What a sync call with an async guard raises (``TypeError``), up front or at the claim."""
 # How much faster than the monotonic clock MemoryGuard's purge clock may run to
 # catch up with a wall clock that stepped forward: 1 s per 64 s.
 PURGE_CATCH_UP: Final = 1 / 64
@@ -82,7 +85,7 @@ def _outcome(claimed: object) -> Reason | None:
         return Reason.REPLAYED
     if isinstance(claimed, Coroutine):
         claimed.close()  # never awaited: close it, so no warning names the guard
-        raise TypeError("an async guard needs averify() or adecode()")
+        raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
     raise TypeError(f"Guard.claim must return a bool, not {claimed.__class__.__name__}")
 
 
