@@ -1,14 +1,16 @@
 # One command sets up and runs the demo; one sets up and runs every check.
 #
 # make test installs what it needs on a fresh machine: Python packages into
-# .venv (and .venv-matrix/ for the other Pythons), and one system package,
-# Debian's redis-server, if it is missing (it says so first). The one switch:
-#   make test NO_SYSTEM_PACKAGES=1    install no system package; the Redis tests skip loudly.
+# .venv (and .venv-matrix/ for the other Pythons and the compiled build), and
+# Debian system packages if they are missing (each says so first): redis-server
+# for the Redis tests, gcc for the compiled build. The one switch:
+#   make test NO_SYSTEM_PACKAGES=1    install no system package; what needs one skips loudly.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # pip >= 25.1 reads PEP 735 dependency groups (--group); the venv's pip is upgraded first.
 PIP := $(PY) -m pip install --quiet
+BENCH_VENV ?= .venv-bench
 
 FUZZ_SECONDS ?= 600
 NO_SYSTEM_PACKAGES ?=
@@ -16,7 +18,7 @@ export NO_SYSTEM_PACKAGES
 
 LINTED := requeststate tests benchmarks examples fuzz scripts
 
-.PHONY: demo test lint docs matrix wheel-smoke bench bench-quick fuzz mutation clean
+.PHONY: demo test lint docs matrix wheel-smoke bench bench-quick fuzz mutation clean FORCE
 
 demo: $(VENV)/.installed
 	$(PY) -m requeststate demo
@@ -26,6 +28,7 @@ demo: $(VENV)/.installed
 # every other Python the package claims and once at the lowest declared versions.
 test: $(VENV)/.installed-dev
 	sh scripts/redis-test-server.sh
+	sh scripts/c-compiler.sh
 	$(MAKE) --no-print-directory lint
 	$(PY) -m fuzz.run --seconds 60
 	$(PY) -m pytest --cov --cov-report=term
@@ -50,7 +53,7 @@ wheel-smoke: $(VENV)/.installed-dev
 # The suite on every Python in the classifiers other than this one (a missing
 # interpreter is skipped loudly), and on the lowest one at the declared lower bounds.
 matrix: $(VENV)/.installed-dev
-	$(PY) scripts/matrix.py
+	$(PY) -m scripts.matrix
 
 fuzz: $(VENV)/.installed-dev
 	$(PY) -m fuzz.run --seconds $(FUZZ_SECONDS)
@@ -59,13 +62,23 @@ fuzz: $(VENV)/.installed-dev
 mutation: $(VENV)/.installed-dev
 	$(PY) scripts/mutation.py --min-score 95
 
-bench: $(VENV)/.installed-bench
+# The benchmarks measure the compiled build, as the published wheels ship it
+# (scripts/compiled.py builds it into $(BENCH_VENV)); the report names the build.
+# python -m benchmarks.bound in $(VENV) measures the pure-Python one.
+bench: $(BENCH_VENV)/.compiled
 	sh scripts/redis-test-server.sh
-	$(PY) -m benchmarks
+	PYTHONSAFEPATH=1 $(BENCH_VENV)/bin/python -m benchmarks
 
-bench-quick: $(VENV)/.installed-bench
+bench-quick: $(BENCH_VENV)/.compiled
 	sh scripts/redis-test-server.sh
-	$(PY) -m benchmarks --quick
+	PYTHONSAFEPATH=1 $(BENCH_VENV)/bin/python -m benchmarks --quick
+
+# Phony at heart: compiled.py rebuilds only when the sources or pyproject.toml changed.
+$(BENCH_VENV)/.compiled: $(VENV)/.installed-dev FORCE
+	sh scripts/c-compiler.sh
+	$(PY) -m scripts.compiled --venv $(BENCH_VENV) --group bench
+
+FORCE:
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,9 +92,5 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) -e '.[mcp,redis]' --group dev
 	touch $@ $(VENV)/.installed
 
-$(VENV)/.installed-bench: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e '.[mcp,redis]' --group bench
-	touch $@ $(VENV)/.installed-dev $(VENV)/.installed
-
 clean:
-	rm -rf $(VENV) .venv-matrix site .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.* .hypothesis build dist
+	rm -rf $(VENV) $(BENCH_VENV) .venv-matrix site .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.* .hypothesis build dist

@@ -150,7 +150,7 @@ def mint(
 ) -> tuple[str, Minted]:
     """A token minted deterministically at ``NOW`` with ``TTL``: the same one in every process."""
     codec = rs.Codec(ring, mode=mode, ttl=TTL)
-    codec._urandom = _fake_urandom(seed)
+    codec._core.urandom = _fake_urandom(seed)
     token = codec.encode(state, subject=subject, tool=tool, now=NOW)
     return token, Minted(mode, subject, tool, state, NOW + TTL)
 

@@ -2,28 +2,24 @@
 
 ``Codec`` is built once per configuration, as ``msgspec.json.Decoder`` is:
 keys, modes, lifetime, size cap, guard and clock are checked at construction,
-and every call does only the token's own work. ``verify`` raises
-``InvalidToken(reason)``; ``decode`` is the thin adapter that turns every
-refusal into ``None``. Both run one strict check, which returns a refusal's
-reason instead of raising it, so a refused token costs no more than an
-accepted one: the attacker chooses how many of them we pay for.
+and every call does only the token's own work, in the strict core
+(``_core.Core``), which returns a refusal's reason instead of raising it.
+Then the guard's claim, last. ``verify`` raises ``InvalidToken(reason)``;
+``decode`` is the thin adapter that turns every refusal into ``None``.
 """
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable, Hashable
 from functools import lru_cache
-from typing import Any, Final, TypeAlias, TypeVar, cast, final, overload
+from typing import Any, Final, TypeVar, cast, final, overload
 
-import msgspec
-
-from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, read_payload, too_deep
+from ._core import Core
+from ._envelope import Payload
 from ._errors import InvalidToken, Reason
 from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim
 from ._keys import KeyRing
-from ._modes import Mode, Modes, unexpected_prefix, wire_modes
+from ._modes import Mode, Modes, wire_modes
 from ._options import Keys, check_clock, check_guard, check_int, guard_is_async, key_ring
 
 __all__ = [
@@ -41,17 +37,6 @@ T = TypeVar("T")
 
 DEFAULT_TTL: Final = 300
 DEFAULT_MAX_TOKEN_BYTES: Final = 64 * 1024
-TOKEN_ID_BYTES: Final = 16  # 128 random bits, written as 32 hex: unique across every token
-
-# (state, the payload it came in, the time it was checked at), or why not.
-_Verified: TypeAlias = "tuple[Any, Payload, int] | Reason"
-
-_encode_state: Final = msgspec.json.Encoder().encode
-
-
-@lru_cache(maxsize=64)
-def _state_decoder(state_type: Any) -> msgspec.json.Decoder[Any]:
-    return msgspec.json.Decoder(state_type)
 
 
 @final
@@ -90,20 +75,14 @@ class Codec:
     """
 
     __slots__ = (
-        "_bound_keys",
-        "_bound_keys_cached",
-        "_clock",
+        "_core",
         "_guard",
         "_guard_is_async",
         "_keys",
         "_leeway",
         "_max_token_bytes",
-        "_mint",
         "_modes",
-        "_random_bytes",
         "_ttl",
-        "_urandom",
-        "_wires",
     )
 
     def __init__(
@@ -119,22 +98,16 @@ class Codec:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self._keys: Final = key_ring(keys)
-        self._modes, self._wires = wire_modes(mode)
+        self._modes, wires = wire_modes(mode)
         self._ttl: Final = check_int("ttl", ttl, 1)
         self._leeway: Final = check_int("leeway", leeway, 0)
         self._max_token_bytes: Final = check_int("max_token_bytes", max_token_bytes, 1)
         check_guard(guard)
         self._guard: Final = guard
         self._guard_is_async: Final = guard_is_async(guard)
-        self._clock: Final = check_clock(clock)
-        # What every call reaches for, one attribute away.
-        self._bound_keys: Final = self._keys._bound_keys
-        self._bound_keys_cached: Final = self._keys._bound_keys_cached
-        self._mint: Final = self._wires[0]
-        self._random_bytes: Final = self._mint.nonce_bytes + TOKEN_ID_BYTES
-        # The CSPRNG. The known-answer vectors replace it with fixed bytes, as
-        # Fernet's _encrypt_from_parts takes them; nothing else may.
-        self._urandom: Callable[[int], bytes] = os.urandom
+        self._core: Final = Core(
+            self._keys, wires, self._ttl, self._leeway, self._max_token_bytes, check_clock(clock)
+        )
 
     @property
     def keys(self) -> KeyRing:
@@ -193,70 +166,7 @@ class Codec:
                 a state msgspec cannot encode, or a token over ``max_token_bytes``.
             KeyBudgetExhausted: the minting key has sealed its AES-GCM limit.
         """
-        # The clock is read inline, as in _verified: a call less per token.
-        if now is None:
-            exp = int(time.time() if self._clock is None else self._clock()) + self._ttl
-        else:
-            exp = check_int("now", now, INT64_MIN) + self._ttl
-        if exp > INT64_MAX:
-            raise ValueError("now + ttl must fit in a signed 64-bit integer")
-        text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
-        try:
-            bound_keys = self._bound_keys_cached.get((subject, tool))
-        except TypeError:  # unhashable: _bound_keys raises, saying what an identity must be
-            bound_keys = None
-        key, bind_tag, aad = (bound_keys or self._bound_keys(subject, tool))[0]
-        wire = self._mint
-        split = wire.nonce_bytes
-        # One read of the CSPRNG per token: the nonce (if any), then the token id.
-        random = self._urandom(self._random_bytes)
-        token = wire.seal(build_payload(text, exp, bind_tag, random[split:].hex()), key, aad, random[:split])
-        if len(token) > self._max_token_bytes:
-            raise ValueError(
-                f"the token would be {len(token)} bytes, over max_token_bytes={self._max_token_bytes}"
-            )
-        return token
-
-    def _verified(
-        self, token: object, subject: str, tool: str | None, now: int | None, state_type: Any
-    ) -> _Verified:
-        """Every check but the guard, in the documented order; the reason for a refusal is returned."""
-        # time.time is looked up on each call (a test may patch it), inline: a call less per token.
-        if now is None:
-            moment = int(time.time() if self._clock is None else self._clock())
-        else:
-            moment = check_int("now", now, INT64_MIN)
-        if not isinstance(token, str):
-            return Reason.MALFORMED
-        if len(token) > self._max_token_bytes:
-            return Reason.TOO_LARGE
-        # The prefixes are prefix-free, so at most one matches; usually one mode is allowed.
-        for wire in self._wires:
-            if token.startswith(wire.prefix):
-                break
-        else:
-            return unexpected_prefix(token)
-        try:
-            # A cached identity is one dict lookup here; any other is derived (and checked).
-            bound_keys = self._bound_keys_cached.get((subject, tool)) or self._bound_keys(subject, tool)
-        except (TypeError, ValueError):  # an invalid identity, of any type, is a refusal
-            return Reason.WRONG_BINDING
-        opened = wire.open(token, bound_keys)
-        # Test for the success type: an exact match is isinstance's fast path, while
-        # isinstance(x, Reason) always pays for the Enum metaclass's __instancecheck__.
-        if not isinstance(opened, tuple):
-            return opened
-        payload = read_payload(opened[0], opened[1], moment, self._leeway)
-        if not isinstance(payload, Payload):
-            return payload
-        if state_type is None:
-            return payload.s, payload, moment
-        if too_deep(payload.s):
-            return Reason.WRONG_TYPE
-        try:
-            return _state_decoder(state_type).decode(payload.s), payload, moment
-        except (msgspec.DecodeError, RecursionError):
-            return Reason.WRONG_TYPE
+        return self._core.encode(state, subject, tool, now)
 
     def _claim(self, verified: tuple[Any, Payload, int]) -> Reason | None:
         # The guard's claim, last: None when the token is accepted.
@@ -325,7 +235,7 @@ class Codec:
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        verified = self._verified(token, subject, tool, now, type)
+        verified = self._core.verified(token, subject, tool, now, type)
         if isinstance(verified, tuple):
             refused = self._claim(verified)
             if refused is None:
@@ -374,7 +284,7 @@ class Codec:
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        verified = self._verified(token, subject, tool, now, type)
+        verified = self._core.verified(token, subject, tool, now, type)
         if not isinstance(verified, tuple):
             return None
         return verified[0] if self._guard is None or self._claim(verified) is None else None
@@ -417,7 +327,7 @@ class Codec:
         network round trip for ``AsyncRedisGuard``, is awaited. A sync guard is
         called inline.
         """
-        verified = self._verified(token, subject, tool, now, type)
+        verified = self._core.verified(token, subject, tool, now, type)
         if isinstance(verified, tuple):
             refused = await self._aclaim(verified)
             if refused is None:
@@ -459,7 +369,7 @@ class Codec:
         type: Any = None,
     ) -> Any:
         """``decode`` for asyncio servers: awaits an async guard; ``None`` for every refusal."""
-        verified = self._verified(token, subject, tool, now, type)
+        verified = self._core.verified(token, subject, tool, now, type)
         if not isinstance(verified, tuple):
             return None
         return verified[0] if await self._aclaim(verified) is None else None

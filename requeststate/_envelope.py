@@ -1,41 +1,25 @@
-"""The payload every mode carries, ``{s, exp, b}``, and the claims checked on it."""
+"""The payload every mode carries, ``{s, exp, b}``: writing it, and the claims checked on it."""
 
 from __future__ import annotations
 
 import hmac
 import re
 from itertools import accumulate, repeat
-from typing import Annotated, Final
+from typing import Final
 
 import msgspec
 
 from ._errors import Reason
+from ._payload import INT64_MAX, INT64_MIN, Payload
 
 __all__ = ["INT64_MAX", "INT64_MIN", "MAX_JSON_DEPTH", "Payload", "build_payload", "read_payload", "too_deep"]
 
-INT64_MIN: Final = -(2**63)
-INT64_MAX: Final = 2**63 - 1
 MAX_JSON_DEPTH: Final = 128
 """The deepest nesting of arrays and objects read in a payload or a typed state.
 
 Explicit, so every Python behaves alike: without it 3.11 refuses a state 5000
 levels deep (RecursionError) while 3.13 accepts it.
 """
-
-
-class Payload(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
-    """The signed or sealed claims. Field order is the wire order: s, exp, b, id.
-
-    ``id`` is our extension (mcp.d ignores it): a unique token id that a replay
-    guard claims. Tokens from other writers may lack it.
-    """
-
-    s: str
-    exp: Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
-    # 64 lowercase hex: the length here, the alphabet in ``read_payload`` (a
-    # regex here would double the cost of parsing).
-    b: Annotated[str, msgspec.Meta(min_length=64, max_length=64)]
-    id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
 
 
 _HEX_DIGITS: Final = b"0123456789abcdef"

@@ -1,6 +1,6 @@
 """Run the test suite on every Python the package claims, and once at its dependencies' lower bounds.
 
-``python scripts/matrix.py [--only VERSION|floors ...]`` (``make matrix``; ``make test`` runs it).
+``python -m scripts.matrix [--only VERSION|floors|compiled ...]`` (``make matrix``; ``make test`` runs it).
 
 - Each ``Programming Language :: Python :: 3.X`` classifier in pyproject.toml
   other than the Python running this script (``make test`` has just run the
@@ -13,6 +13,12 @@
 - ``floors``: on the lowest claimed Python, every dependency of the package and
   of those two extras pinned to its declared lower bound (``name>=X`` becomes
   ``name==X``), then the whole suite. A bound that fails here is a bound to raise.
+- ``compiled``: on this Python, the compiled build (``scripts/compiled.py``:
+  the wheel with the strict core compiled by mypyc, as published), then the
+  whole suite against it. The other versions' runs are compiled too, so the
+  suite meets the pure-Python modules here and at the floors, and the compiled
+  ones on every claimed Python. Each compiled run sets
+  ``REQUESTSTATE_EXPECT_BUILD=compiled``, which ``tests/test_compiled.py`` checks.
 
 Venvs are reused while pyproject.toml is unchanged. Exit 1 if any run fails.
 """
@@ -32,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scripts import compiled
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
 VENVS = ROOT / ".venv-matrix"
@@ -47,8 +55,9 @@ class Run:
     name: str
     version: str
     requirements: tuple[str, ...]
-    """What ``pip install`` gets, after ``-e .`` (with ``--no-deps`` when pinned)."""
-    pinned: bool
+    """The pins ``pip install`` gets after ``--no-deps -e .`` (the sources); empty for a compiled run."""
+    compiled: bool
+    """The compiled wheel (``scripts/compiled.py``) instead of the sources at pinned versions."""
 
 
 @dataclass(frozen=True)
@@ -110,8 +119,10 @@ def _pip(python: Path, *args: str) -> None:
 
 
 def prepare(run: Run, interpreter: Path) -> Path:
-    """The run's venv, built (or reused while pyproject.toml and the run are unchanged)."""
+    """The run's venv, built, or reused while nothing it was built from has changed."""
     venv = VENVS / run.name
+    if run.compiled:
+        return compiled.prepare(venv, ["test"], interpreter)
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
     digest = hashlib.sha256(PYPROJECT.read_bytes() + repr(run).encode()).hexdigest()
@@ -120,12 +131,9 @@ def prepare(run: Run, interpreter: Path) -> Path:
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([interpreter, "-m", "venv", venv], check=True)  # noqa: S603 (our own tools)
     _pip(python, "--upgrade", "pip>=25.1")  # reads dependency groups
-    if run.pinned:
-        _pip(python, "--no-deps", "-e", ".")
-        _pip(python, "--group", "test", *run.requirements)
-        subprocess.run([python, "-m", "pip", "check"], check=True)  # noqa: S603 (our own tools)
-    else:
-        _pip(python, "--group", "test", "-e", *run.requirements)
+    _pip(python, "--no-deps", "-e", ".")
+    _pip(python, "--group", "test", *run.requirements)
+    subprocess.run([python, "-m", "pip", "check"], check=True)  # noqa: S603 (our own tools)
     stamp.write_text(digest)
     return python
 
@@ -134,17 +142,23 @@ def run_suite(run: Run, python: Path) -> Outcome:
     versions = subprocess.run(  # noqa: S603 (our own tools)
         [python, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, check=True
     ).stdout
-    if run.pinned:
+    if run.requirements:
         installed = {line.split("==")[0].lower().replace("_", "-"): line for line in versions.splitlines()}
         shown = [installed.get(pin.split("==")[0].lower().replace("_", "-"), pin) for pin in run.requirements]
         print(f"matrix: [{run.name}] installed: {', '.join(shown)}", flush=True)
     started = time.monotonic()
+    pytest: list[str | Path] = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header"]
+    env = None
+    if run.compiled:
+        # The checkout after site-packages, so the suite imports the installed
+        # wheel: -P (not inherited, unlike PYTHONSAFEPATH, which would keep the
+        # examples from importing their neighbours) and pytest's append mode.
+        # A server a test starts from the checkout runs the sources.
+        pytest[1:1] = ["-P"]
+        pytest.append("--import-mode=append")
+        env = {**os.environ, "REQUESTSTATE_EXPECT_BUILD": "compiled"}
     done = subprocess.run(  # noqa: S603 (our own tools)
-        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
+        pytest, cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )
     seconds = time.monotonic() - started
     lines = done.stdout.strip().splitlines()
@@ -169,8 +183,9 @@ def plan(only: Sequence[str]) -> tuple[list[Run], list[Outcome]]:
                 Outcome(f"py{version}", "main", "this Python: the main run (.venv), with coverage")
             )
             continue
-        runs.append(Run(f"py{version}", version, (f".[{','.join(EXTRAS)}]",), pinned=False))
-    runs.append(Run("floors", versions[0], tuple(lower_bounds(project)), pinned=True))
+        runs.append(Run(f"py{version}", version, (), compiled=True))
+    runs.append(Run("floors", versions[0], tuple(lower_bounds(project)), compiled=False))
+    runs.append(Run("compiled", here, (), compiled=True))
     if only:
         runs = [run for run in runs if run.name in only or run.version in only]
         skipped = []
@@ -178,14 +193,19 @@ def plan(only: Sequence[str]) -> tuple[list[Run], list[Outcome]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/matrix.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="*", default=[], help="run only these (3.12, 3.13, floors)")
+    parser = argparse.ArgumentParser(prog="python -m scripts.matrix", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="*", default=[], help="run only these (3.12, 3.13, floors, compiled)")
     args = parser.parse_args(argv)
     runs, outcomes = plan(args.only)
     for run in runs:
         interpreter, looked = find_python(run.version)
         if interpreter is None:
             message = f"NO PYTHON {run.version} INTERPRETER (looked in {', '.join(looked)})"
+            print(f"\nmatrix: SKIPPED [{run.name}]: {message}\n", file=sys.stderr, flush=True)
+            outcomes.append(Outcome(run.name, "SKIPPED", message))
+            continue
+        if run.compiled and shutil.which("cc") is None:
+            message = "NO C COMPILER (cc) FOR THE COMPILED BUILD (scripts/c-compiler.sh installs gcc)"
             print(f"\nmatrix: SKIPPED [{run.name}]: {message}\n", file=sys.stderr, flush=True)
             outcomes.append(Outcome(run.name, "SKIPPED", message))
             continue

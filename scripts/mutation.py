@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORE_MODULES = (
     "_base64.py",
     "_codec.py",
+    "_core.py",
     "_encrypted.py",
     "_envelope.py",
     "_errors.py",
@@ -32,12 +33,14 @@ CORE_MODULES = (
     "_keys.py",
     "_modes.py",
     "_options.py",
+    "_payload.py",
     "_signed.py",
 )
 # The fast tests of those modules: no subprocesses, no servers, no hypothesis search.
 CORE_TESTS = (
     "test_base64.py",
     "test_codec.py",
+    "test_core.py",
     "test_encrypted.py",
     "test_envelope.py",
     "test_errors.py",

@@ -1,7 +1,8 @@
 """What a new user does first, run against an installed wheel (``scripts/wheel_smoke.py`` runs it).
 
-Run it with the venv's python and ``-I``, outside a checkout: each check
-raises ``AssertionError`` saying what a user would have met.
+Run it with the venv's python and ``-I``, outside a checkout, naming the
+build installed (``pure`` or ``compiled``): each check raises
+``AssertionError`` saying what a user would have met.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import requeststate as rs
@@ -22,6 +24,13 @@ RUNTIME = {"cryptography", "msgspec", "pynacl"}
 def check_imported_from_the_wheel() -> None:
     where = Path(rs.__file__).resolve()
     assert "site-packages" in where.parts, f"requeststate was imported from {where}, not the installed wheel"
+
+
+def check_build(build: str) -> None:
+    import requeststate._core as core
+
+    compiled = str(core.__file__).endswith(tuple(EXTENSION_SUFFIXES))
+    assert compiled is (build == "compiled"), f"the {build} wheel's strict core is {core.__file__}"
 
 
 def check_round_trip_in_each_mode() -> None:
@@ -82,6 +91,9 @@ def check_extras_name_their_install() -> None:
 
 
 def main() -> int:
+    (build,) = sys.argv[1:]
+    check_build(build)
+    print(f"smoke: check_build ({build}): ok")
     checks = [
         check_imported_from_the_wheel,
         check_round_trip_in_each_mode,

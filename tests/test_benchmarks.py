@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -65,6 +66,16 @@ def test_every_mode_is_measured_with_its_floor_and_refusals(results: Results) ->
         assert results.timing(mode, "decode oversized", 1024) is None
     assert results.timing("signed", "encode floor", 64) is not None
     assert results.timing("encrypted", "decode floor", 1024) is not None
+
+
+def test_the_machine_names_the_build_measured(results: Results) -> None:
+    # scripts.matrix's compiled runs say so; every other run imports the sources.
+    expected = (
+        "compiled by mypyc (_base64, _core, _encrypted, _envelope)"
+        if os.environ.get("REQUESTSTATE_EXPECT_BUILD") == "compiled"
+        else "pure Python"
+    )
+    assert results.machine["requeststate build"] == expected
 
 
 def test_report_and_json_have_every_section(results: Results) -> None:

@@ -343,6 +343,23 @@ def test_read_unverified_payload_of_non_json_is_none() -> None:
 # --- bench ---------------------------------------------------------------------------
 
 
+@pytest.fixture
+def from_a_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if requeststate were imported from the checkout its benchmarks sit in, as make bench runs it.
+
+    The compiled runs (scripts/matrix.py) import an installed wheel, which is no checkout.
+    """
+    monkeypatch.setattr(_cli, "_checkout_benchmarks", lambda: True)
+
+
+def test_the_benchmarks_are_the_checkouts_only_when_the_package_is_imported_from_it() -> None:
+    # Here: the sources (True), or the compiled wheel beside this checkout's benchmarks (False).
+    from_checkout = Path(_cli.__file__).resolve().parent.parent == Path(__file__).resolve().parent.parent
+    assert from_checkout is (os.environ.get("REQUESTSTATE_EXPECT_BUILD") != "compiled")
+    assert _cli._checkout_benchmarks() is from_checkout
+
+
+@pytest.mark.usefixtures("from_a_checkout")
 def test_bench_runs_the_checkouts_benchmark_module(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
 
@@ -382,6 +399,7 @@ def test_bench_never_runs_a_benchmarks_package_from_the_current_directory(tmp_pa
     assert "run from a checkout" in done.stderr
 
 
+@pytest.mark.usefixtures("from_a_checkout")
 def test_bench_whose_dependencies_are_missing_exits_2_naming_the_bench_group(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -394,6 +412,7 @@ def test_bench_whose_dependencies_are_missing_exits_2_naming_the_bench_group(
     assert "cannot import matplotlib: run it with make bench" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("from_a_checkout")
 def test_bench_returns_the_benchmarks_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
     def failing(name: str, **options: object) -> None:
         raise SystemExit(1)
@@ -402,6 +421,7 @@ def test_bench_returns_the_benchmarks_exit_code(monkeypatch: pytest.MonkeyPatch)
     assert main(["bench"]) == 1
 
 
+@pytest.mark.usefixtures("from_a_checkout")
 def test_bench_that_returns_normally_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runpy, "run_module", lambda name, **options: None)
     assert main(["bench"]) == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 import tomllib
 from pathlib import Path
 
@@ -29,6 +31,19 @@ def test_the_floors_pin_every_runtime_and_extra_dependency_at_its_lower_bound() 
     ]
 
 
+def test_the_plan_runs_the_compiled_build_on_every_python_and_the_sources_at_the_floors() -> None:
+    runs, main_run = matrix.plan([])
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    others = [version for version in ("3.11", "3.12", "3.13") if version != here]
+    assert [(run.name, run.version, run.compiled) for run in runs] == [
+        *((f"py{version}", version, True) for version in others),
+        ("floors", "3.11", False),
+        ("compiled", here, True),
+    ]
+    assert runs[-2].requirements == tuple(matrix.lower_bounds(PROJECT))
+    assert [outcome.name for outcome in main_run] == [f"py{here}"]
+
+
 def test_a_dependency_without_a_lower_bound_stops_the_matrix() -> None:
     with pytest.raises(SystemExit, match=r"'msgspec' declares no lower bound"):
         matrix.lower_bounds({"dependencies": ["msgspec"], "optional-dependencies": {"mcp": [], "redis": []}})
@@ -43,9 +58,22 @@ def test_an_absent_python_is_not_found_and_says_where_it_looked() -> None:
 def test_a_missing_interpreter_is_skipped_loudly_and_does_not_fail(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = matrix.Run("py3.99", "3.99", (".[mcp,redis]",), pinned=False)
+    run = matrix.Run("py3.99", "3.99", (), compiled=True)
     monkeypatch.setattr(matrix, "plan", lambda only: ([run], []))
     assert matrix.main([]) == 0
     captured = capsys.readouterr()
     assert "matrix: SKIPPED [py3.99]: NO PYTHON 3.99 INTERPRETER" in captured.err
     assert "py3.99   SKIPPED  NO PYTHON 3.99 INTERPRETER" in captured.out
+
+
+def test_a_compiled_run_without_a_c_compiler_is_skipped_loudly_and_does_not_fail(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    run = matrix.Run("compiled", here, (), compiled=True)
+    monkeypatch.setattr(matrix, "plan", lambda only: ([run], []))
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert matrix.main([]) == 0
+    captured = capsys.readouterr()
+    assert "matrix: SKIPPED [compiled]: NO C COMPILER (cc) FOR THE COMPILED BUILD" in captured.err
+    assert "compiled SKIPPED  NO C COMPILER (cc)" in captured.out

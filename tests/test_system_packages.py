@@ -9,14 +9,20 @@ import pytest
 
 from tests.support import redis_server
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "redis-test-server.sh"
-# No redis-server and no apt-get: the script's shell builtins are all it has.
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+# Each installer, with what it says it will skip, quietly and loudly.
+INSTALLERS = [
+    ("redis-test-server.sh", "redis-server", "the Redis tests", "THE REDIS TESTS"),
+    ("c-compiler.sh", "gcc libc6-dev", "the compiled build", "THE COMPILED BUILD"),
+]
+INSTALLER_IDS = ["redis-server", "c-compiler"]
+# Nothing on PATH, no apt-get: the scripts' shell builtins are all they have.
 BARE_PATH = "/nonexistent"
 
 
-def run_installer(**env: str) -> subprocess.CompletedProcess[str]:
+def run_installer(script: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["/bin/sh", str(SCRIPT)],
+        ["/bin/sh", str(SCRIPTS / script)],
         env={"PATH": BARE_PATH, **env},
         capture_output=True,
         text=True,
@@ -25,16 +31,33 @@ def run_installer(**env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_switch_installs_nothing_and_says_the_redis_tests_will_be_skipped() -> None:
-    done = run_installer(NO_SYSTEM_PACKAGES="1", CI="true")
+@pytest.mark.parametrize(("script", "packages", "what", "loud"), INSTALLERS, ids=INSTALLER_IDS)
+def test_the_switch_installs_nothing_and_says_what_will_be_skipped(
+    script: str, packages: str, what: str, loud: str
+) -> None:
+    done = run_installer(script, NO_SYSTEM_PACKAGES="1", CI="true")
     assert done.returncode == 0
-    assert "not installing redis-server; THE REDIS TESTS WILL BE SKIPPED" in done.stderr
+    assert f"not installing {packages}; {loud} WILL BE SKIPPED (drop NO_SYSTEM_PACKAGES to run {what})" in (
+        done.stderr
+    )
 
 
-def test_without_the_switch_ci_still_requires_redis_server() -> None:
-    done = run_installer(CI="true")
+@pytest.mark.parametrize(("script", "packages", "what", "loud"), INSTALLERS, ids=INSTALLER_IDS)
+def test_without_the_switch_ci_still_requires_the_package(
+    script: str, packages: str, what: str, loud: str
+) -> None:
+    done = run_installer(script, CI="true")
     assert done.returncode == 1
-    assert "make test NO_SYSTEM_PACKAGES=1 skips them instead" in done.stderr
+    assert f"{what} cannot run under CI (make test NO_SYSTEM_PACKAGES=1 skips {what} instead)" in done.stderr
+
+
+@pytest.mark.parametrize(("script", "packages", "what", "loud"), INSTALLERS, ids=INSTALLER_IDS)
+def test_outside_ci_a_missing_package_is_a_loud_skip(
+    script: str, packages: str, what: str, loud: str
+) -> None:
+    done = run_installer(script)
+    assert done.returncode == 0
+    assert f"{loud} WILL BE SKIPPED (install {packages} to run {what})" in done.stderr
 
 
 def test_with_the_switch_the_redis_tests_skip_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
