@@ -79,10 +79,7 @@ class Codec:
         "_guard",
         "_guard_is_async",
         "_keys",
-        "_leeway",
-        "_max_token_bytes",
         "_modes",
-        "_ttl",
     )
 
     def __init__(
@@ -99,15 +96,14 @@ class Codec:
     ) -> None:
         self._keys: Final = key_ring(keys)
         self._modes, wires = wire_modes(mode)
-        self._ttl: Final = check_int("ttl", ttl, 1)
-        self._leeway: Final = check_int("leeway", leeway, 0)
-        self._max_token_bytes: Final = check_int("max_token_bytes", max_token_bytes, 1)
+        ttl = check_int("ttl", ttl, 1)
+        leeway = check_int("leeway", leeway, 0)
+        max_token_bytes = check_int("max_token_bytes", max_token_bytes, 1)
         check_guard(guard)
         self._guard: Final = guard
         self._guard_is_async: Final = guard_is_async(guard)
-        self._core: Final = Core(
-            self._keys, wires, self._ttl, self._leeway, self._max_token_bytes, check_clock(clock)
-        )
+        # The options the token's work reads are held there, once.
+        self._core: Final = Core(self._keys, wires, ttl, leeway, max_token_bytes, check_clock(clock))
 
     @property
     def keys(self) -> KeyRing:
@@ -122,17 +118,17 @@ class Codec:
     @property
     def ttl(self) -> int:
         """Seconds a minted token lives."""
-        return self._ttl
+        return self._core.ttl
 
     @property
     def leeway(self) -> int:
         """Seconds of clock skew tolerated after expiry."""
-        return self._leeway
+        return self._core.leeway
 
     @property
     def max_token_bytes(self) -> int:
         """The longest token minted or read."""
-        return self._max_token_bytes
+        return self._core.max_token_bytes
 
     @property
     def guard(self) -> Guard | AsyncGuard | None:
@@ -142,7 +138,7 @@ class Codec:
     def __repr__(self) -> str:
         modes = ",".join(self._modes)
         guard = "" if self._guard is None else f", guard={type(self._guard).__name__}"
-        return f"Codec(keys={self._keys!r}, mode={modes}, ttl={self._ttl}{guard})"
+        return f"Codec(keys={self._keys!r}, mode={modes}, ttl={self._core.ttl}{guard})"
 
     def encode(
         self, state: object, /, *, subject: str = "", tool: str | None = None, now: int | None = None
@@ -173,13 +169,13 @@ class Codec:
         if self._guard is None:
             return None
         _, payload, moment = verified
-        return claim(self._guard, payload.id, payload.exp + self._leeway, moment)
+        return claim(self._guard, payload.id, payload.exp + self._core.leeway, moment)
 
     async def _aclaim(self, verified: tuple[Any, Payload, int]) -> Reason | None:
         if self._guard is None:
             return None
         _, payload, moment = verified
-        return await aclaim(self._guard, payload.id, payload.exp + self._leeway, moment)
+        return await aclaim(self._guard, payload.id, payload.exp + self._core.leeway, moment)
 
     @overload
     def verify(

@@ -58,13 +58,13 @@ class Core:
         "_bound_keys",
         "_bound_keys_cached",
         "_clock",
-        "_leeway",
-        "_max_token_bytes",
         "_mint",
         "_nonce_bytes",
         "_prefixed",
         "_random_bytes",
-        "_ttl",
+        "leeway",
+        "max_token_bytes",
+        "ttl",
         "urandom",
     )
 
@@ -79,9 +79,10 @@ class Core:
     ) -> None:
         # Each mode with its prefix, read without an attribute lookup per token.
         self._prefixed: Final = tuple((wire.prefix, wire) for wire in wires)
-        self._ttl: Final = ttl
-        self._leeway: Final = leeway
-        self._max_token_bytes: Final = max_token_bytes
+        # The codec's options, held here once (Codec reads them back).
+        self.ttl: Final = ttl
+        self.leeway: Final = leeway
+        self.max_token_bytes: Final = max_token_bytes
         self._clock: Final = clock
         # What every call reaches for, one attribute away.
         self._bound_keys: Final = cast("_BoundKeys", keys._bound_keys)
@@ -97,9 +98,9 @@ class Core:
         """A token for ``state``, bound to the identity; ``Codec.encode`` says what raises."""
         # The clock is read inline, as in verified: a call less per token.
         if now is None:
-            exp = int(time.time() if self._clock is None else self._clock()) + self._ttl
+            exp = int(time.time() if self._clock is None else self._clock()) + self.ttl
         else:
-            exp = check_int("now", now, INT64_MIN) + self._ttl
+            exp = check_int("now", now, INT64_MIN) + self.ttl
         if exp > INT64_MAX:
             raise ValueError("now + ttl must fit in a signed 64-bit integer")
         text = state if isinstance(state, str) else _encode_state(state).decode("utf-8")
@@ -115,9 +116,9 @@ class Core:
         random = self.urandom(self._random_bytes)
         payload = build_payload(text, exp, bind_tag, random[split:].hex())
         token = self._mint.seal(payload, key, aad, random[:split])
-        if len(token) > self._max_token_bytes:
+        if len(token) > self.max_token_bytes:
             raise ValueError(
-                f"the token would be {len(token)} bytes, over max_token_bytes={self._max_token_bytes}"
+                f"the token would be {len(token)} bytes, over max_token_bytes={self.max_token_bytes}"
             )
         return token
 
@@ -135,7 +136,7 @@ class Core:
             moment = check_int("now", now, INT64_MIN)
         if not isinstance(token, str):
             return Reason.MALFORMED
-        if len(token) > self._max_token_bytes:
+        if len(token) > self.max_token_bytes:
             return Reason.TOO_LARGE
         # The prefixes are prefix-free, so at most one matches; usually one mode is allowed.
         for prefix, wire in self._prefixed:  # noqa: B007 (wire is the match, read after the loop)
@@ -153,7 +154,7 @@ class Core:
         # isinstance(x, Reason) always pays for the Enum metaclass's __instancecheck__.
         if not isinstance(opened, tuple):
             return opened
-        payload = read_payload(opened[0], opened[1], moment, self._leeway)
+        payload = read_payload(opened[0], opened[1], moment, self.leeway)
         if not isinstance(payload, Payload):
             return payload
         if state_type is None:
