@@ -48,7 +48,7 @@ docs: $(VENV)/.installed-dev
 
 # python -m build, twine check --strict, check-wheel-contents, then the wheel alone in a fresh venv.
 wheel-smoke: $(VENV)/.installed-dev
-	$(PY) scripts/wheel_smoke.py
+	$(PY) -m scripts.wheel_smoke
 
 # The suite on every Python in the classifiers other than this one (a missing
 # interpreter is skipped loudly), and on the lowest one at the declared lower bounds.

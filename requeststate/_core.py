@@ -20,13 +20,13 @@ import os
 import time
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Final, TypeAlias, cast, final
+from typing import Any, Final, SupportsInt, TypeAlias, final
 
 import msgspec
 
 from ._envelope import INT64_MAX, INT64_MIN, Payload, build_payload, read_payload, too_deep
 from ._errors import Reason
-from ._keys import BoundKey, KeyRing
+from ._keys import KeyRing
 from ._modes import WireMode, unexpected_prefix
 from ._options import check_int
 
@@ -36,11 +36,6 @@ TOKEN_ID_BYTES: Final = 16  # 128 random bits, written as 32 hex: unique across 
 
 Verified: TypeAlias = "tuple[Any, Payload, int] | Reason"
 """(state, the payload it came in, the time it was checked at), or why not."""
-
-# A bind-tag cache and its filling lookup, seen from here: any identity may be
-# looked up (an invalid one raises TypeError or ValueError, which is a refusal).
-_BoundKeysCache: TypeAlias = "dict[tuple[object, object], tuple[BoundKey, ...]]"
-_BoundKeys: TypeAlias = "Callable[[object, object], tuple[BoundKey, ...]]"
 
 _encode_state: Final = msgspec.json.Encoder().encode
 
@@ -75,7 +70,7 @@ class Core:
         ttl: int,
         leeway: int,
         max_token_bytes: int,
-        clock: Callable[[], float] | None,
+        clock: Callable[[], SupportsInt] | None,
     ) -> None:
         # Each mode with its prefix, read without an attribute lookup per token.
         self._prefixed: Final = tuple((wire.prefix, wire) for wire in wires)
@@ -83,10 +78,13 @@ class Core:
         self.ttl: Final = ttl
         self.leeway: Final = leeway
         self.max_token_bytes: Final = max_token_bytes
+        # SupportsInt, not float: compiled, a float annotation would check what
+        # the clock returns (a Fraction, an int past 1e308), where int() reads it.
         self._clock: Final = clock
         # What every call reaches for, one attribute away.
-        self._bound_keys: Final = cast("_BoundKeys", keys._bound_keys)
-        self._bound_keys_cached: Final = cast("_BoundKeysCache", keys._bound_keys_cached)
+        # Any identity may be looked up: an invalid one raises TypeError or ValueError.
+        self._bound_keys: Final = keys._bound_keys
+        self._bound_keys_cached: Final = keys._bound_keys_cached
         self._mint: Final = wires[0]
         self._nonce_bytes: Final = self._mint.nonce_bytes
         self._random_bytes: Final = self._nonce_bytes + TOKEN_ID_BYTES

@@ -62,10 +62,12 @@ def derive_subkey(secret: bytes, info: bytes) -> bytes:
 _JSON_SPACE: Final = " \t\r\n"
 
 
-def bind_input(subject: str, tool: str | None) -> bytes:
+def bind_input(subject: object, tool: object) -> bytes:
     """The bytes a bind tag covers (docs/wire-format.md, "The bind tag").
 
-    Raises ``TypeError`` for a non-``str`` subject or tool, and ``ValueError``
+    Takes any values, as a client's request may hold any: raises ``TypeError``
+    for a subject that is not a ``str`` or a tool neither a ``str`` nor
+    ``None``, and ``ValueError``
     for one containing U+0000 (the separator) or a lone surrogate, or for a
     subject-only identity that reads as a JSON object.
     """
@@ -179,12 +181,14 @@ BoundKey: TypeAlias = "tuple[SubKeys, str, bytes]"
 """A key, the bind tag of one identity under it, and that tag as AEAD associated data."""
 
 
-BoundKeysCache: TypeAlias = "dict[tuple[str, str | None], tuple[BoundKey, ...]]"
+# Keyed by (subject, tool) as the caller passed them: only a valid identity gets in.
+BoundKeysCache: TypeAlias = "dict[tuple[object, object], tuple[BoundKey, ...]]"
+BoundKeys: TypeAlias = "Callable[[object, object], tuple[BoundKey, ...]]"
 
 
 def _bound_keys_cache(
     keys: tuple[SubKeys, ...],
-) -> tuple[BoundKeysCache, Callable[[str, str | None], tuple[BoundKey, ...]]]:
+) -> tuple[BoundKeysCache, BoundKeys]:
     # The cache, and a closure over it and the keys (not a method, so neither
     # holds a reference back to the ring). A plain dict: a hit is one lookup,
     # which the codec makes itself on the path every request takes. Errors
@@ -194,7 +198,7 @@ def _bound_keys_cache(
     # the lock: evicting iterates the dict, which another writer must not change.
     writing = _thread.allocate_lock()
 
-    def bound_keys(subject: str, tool: str | None) -> tuple[BoundKey, ...]:
+    def bound_keys(subject: object, tool: object) -> tuple[BoundKey, ...]:
         try:
             found = cache.get((subject, tool))
         except TypeError:  # unhashable: bind_input says what is wrong with it
@@ -234,7 +238,7 @@ class KeyRing:
 
     _keys: tuple[SubKeys, ...]
     _ephemeral: bool
-    _bound_keys: Callable[[str, str | None], tuple[BoundKey, ...]]
+    _bound_keys: BoundKeys
     _bound_keys_cached: BoundKeysCache
     # _bound_keys(subject, tool): each key with the bind tag of that identity
     # under it, in ring order (the first mints). Cached per ring (bounded) in

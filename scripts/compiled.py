@@ -3,11 +3,11 @@
 ``python -m scripts.compiled --venv DIR [--group NAME ...] [--python PATH]``
 (``make bench`` runs it; ``scripts.matrix`` uses it for its compiled runs):
 
-1. a fresh venv at DIR (from ``--python``, default this interpreter), reused
-   while pyproject.toml, the package's sources and the groups are unchanged;
+1. a venv at DIR (from ``--python``, default this interpreter), made afresh
+   when the interpreter, pyproject.toml or the groups change;
 2. there, ``python -m build`` with ``HATCH_BUILD_HOOK_ENABLE_MYPYC=1``: the
    sdist, then the wheel from the sdist, so no compiled file lands in this
-   checkout to shadow its sources;
+   checkout to shadow its sources; rebuilt when a source of the package changes;
 3. the wheel installed with the ``mcp`` and ``redis`` extras and each group;
 4. a ``.pth`` that puts this checkout after site-packages, so ``tests`` and
    ``benchmarks`` import from here while ``requeststate`` is the installed one,
@@ -42,18 +42,35 @@ def _run(*command: str | Path, env: dict[str, str] | None = None) -> None:
     subprocess.run([str(part) for part in command], cwd=ROOT, env=env, check=True)  # noqa: S603 (our own tools)
 
 
-def prepare(venv: Path, groups: Sequence[str], interpreter: Path | None = None) -> Path:
-    """The venv's python, with the compiled wheel of this checkout installed.
+def cannot_compile(interpreter: Path) -> str | None:
+    """Why the compiled build cannot be made for ``interpreter``, or ``None``: mypyc needs cc and Python.h."""
+    if shutil.which("cc") is None:
+        return "no C compiler (cc); scripts/c-compiler.sh installs gcc"
+    include = subprocess.run(  # noqa: S603 (our own tools)
+        [interpreter, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not (Path(include) / "Python.h").is_file():
+        return f"no Python.h in {include}; install that Python's headers (Debian: python3.X-dev)"
+    return None
 
-    The venv is rebuilt when pyproject.toml or the groups change, and the wheel
-    when a source of the package changes. Raises ``subprocess.CalledProcessError``
-    when a step fails.
+
+def prepare(
+    venv: Path, groups: Sequence[str], interpreter: Path | None = None, *, compile_core: bool = True
+) -> Path:
+    """The venv's python, with this checkout's wheel installed: compiled, or pure if not ``compile_core``.
+
+    Raises ``subprocess.CalledProcessError`` when a step fails, and
+    ``ValueError`` when the build made no wheel or several.
     """
     venv = venv.resolve()
     python = venv / "bin" / "python"
     pip = (python, "-m", "pip", "install", "--quiet")
-    dependencies = _digest(ROOT / "pyproject.toml", extra=repr(sorted(groups)))
-    sources = _digest(*sorted((ROOT / "requeststate").rglob("*.py")), extra=dependencies)
+    base = Path(interpreter or sys.executable).resolve()
+    dependencies = _digest(ROOT / "pyproject.toml", extra=repr((str(base), sorted(groups))))
+    sources = _digest(*sorted((ROOT / "requeststate").rglob("*.py")), extra=f"{dependencies} {compile_core}")
     venv_stamp, wheel_stamp = venv / ".venv-built", venv / ".compiled"
     fresh = not (python.exists() and venv_stamp.exists() and venv_stamp.read_text() == dependencies)
     if not fresh and wheel_stamp.exists() and wheel_stamp.read_text() == sources:
@@ -64,8 +81,10 @@ def prepare(venv: Path, groups: Sequence[str], interpreter: Path | None = None) 
         _run(*pip, "--upgrade", "pip>=25.1", "build>=1.2")  # pip 25.1 reads dependency groups
     dist = venv / "dist"
     shutil.rmtree(dist, ignore_errors=True)
-    compile_core = {**os.environ, "HATCH_BUILD_HOOK_ENABLE_MYPYC": "1"}
-    _run(python, "-m", "build", "--outdir", dist, ROOT, env=compile_core)
+    env = {name: value for name, value in os.environ.items() if name != "HATCH_BUILD_HOOK_ENABLE_MYPYC"}
+    if compile_core:
+        env["HATCH_BUILD_HOOK_ENABLE_MYPYC"] = "1"
+    _run(python, "-m", "build", "--outdir", dist, ROOT, env=env)
     (wheel,) = dist.glob("*.whl")
     if fresh:
         _run(*pip, f"requeststate[{EXTRAS}] @ {wheel.as_uri()}", *(f"--group={group}" for group in groups))
@@ -85,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--group", action="append", default=[], help="a dependency group to install too")
     parser.add_argument("--python", type=Path, help="the interpreter to build for (default: this one)")
     args = parser.parse_args(argv)
+    unbuilt = cannot_compile(args.python or Path(sys.executable))
+    if unbuilt is not None:
+        print(f"compiled: cannot build the compiled build: {unbuilt}", file=sys.stderr)
+        return 1
     print(f"compiled: the mypyc build of this checkout in {args.venv}", flush=True)
     prepare(args.venv, args.group, args.python)
     return 0

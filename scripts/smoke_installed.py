@@ -1,4 +1,4 @@
-"""What a new user does first, run against an installed wheel (``scripts/wheel_smoke.py`` runs it).
+"""What a new user does first, run against an installed wheel (``python -m scripts.wheel_smoke`` runs it).
 
 Run it with the venv's python and ``-I``, outside a checkout, naming the
 build installed (``pure`` or ``compiled``): each check raises

@@ -10,7 +10,7 @@
 # is skipped. LABEL prefixes every line said.
 set -eu
 # Shell builtins only: the tests run this with a PATH that holds nothing.
-LABEL=$1 COMMAND=$2 PACKAGES=$3 WHAT=$4 SKIPPED=$5
+LABEL=$1 COMMAND=$2 PACKAGES=$3 WHAT=$4 LOUD=$5
 
 if command -v "$COMMAND" >/dev/null 2>&1; then
     exit 0
@@ -18,7 +18,7 @@ fi
 
 if [ -n "${NO_SYSTEM_PACKAGES:-}" ] && [ "${NO_SYSTEM_PACKAGES}" != "0" ]; then
     echo "$LABEL: NO_SYSTEM_PACKAGES=$NO_SYSTEM_PACKAGES: not installing $PACKAGES;" \
-        "$SKIPPED WILL BE SKIPPED (drop NO_SYSTEM_PACKAGES to run $WHAT)" >&2
+        "$LOUD WILL BE SKIPPED (drop NO_SYSTEM_PACKAGES to run $WHAT)" >&2
     exit 0
 fi
 
@@ -48,6 +48,6 @@ if [ "${CI:-}" = "true" ]; then
         "cannot run under CI (make test NO_SYSTEM_PACKAGES=1 skips $WHAT instead)" >&2
     exit 1
 fi
-echo "$LABEL: warning: $COMMAND is missing; $SKIPPED WILL BE SKIPPED" \
+echo "$LABEL: warning: $COMMAND is missing; $LOUD WILL BE SKIPPED" \
     "(install $PACKAGES to run $WHAT)" >&2
 exit 0

@@ -783,6 +783,18 @@ def test_codec_reads_its_clock_on_each_call(ring: rs.KeyRing, mode: rs.Mode) -> 
     assert codec.decode(token) is None  # the second reading: one second past exp
 
 
+def test_a_clock_past_every_token_refuses_them_and_cannot_mint(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    # An int is a valid float to a type checker; compiled, a clock typed to return
+    # float made this one an OverflowError out of decode, which must never raise.
+    token = rs.encode("x", ring, mode=mode, now=NOW)
+    codec = rs.Codec(ring, mode=mode, clock=lambda: 10**400)
+    assert codec.decode(token) is None
+    with pytest.raises(rs.InvalidToken, match=r"^expired$"):
+        codec.verify(token)
+    with pytest.raises(ValueError, match=r"^now \+ ttl must fit in a signed 64-bit integer$"):
+        codec.encode("x")
+
+
 def test_codec_now_overrides_its_clock(ring: rs.KeyRing, mode: rs.Mode) -> None:
     codec = rs.Codec(ring, mode=mode, clock=lambda: 0.0)
     assert codec.decode(codec.encode("x", now=NOW), now=NOW) == "x"

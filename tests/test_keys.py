@@ -57,7 +57,7 @@ def test_bind_input_refuses_lone_surrogates(subject: str, tool: str | None) -> N
 @pytest.mark.parametrize(("subject", "tool"), [(None, None), (b"alice", None), ("alice", 5)])
 def test_bind_input_refuses_non_str(subject: object, tool: object) -> None:
     with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
-        bind_input(subject, tool)  # type: ignore[arg-type]
+        bind_input(subject, tool)
 
 
 def test_bound_keys_pair_each_key_with_its_spec_bind_tag_in_ring_order() -> None:
@@ -448,7 +448,7 @@ def test_an_identity_of_exactly_the_cached_size_is_cached() -> None:
 
 def test_an_unhashable_identity_is_refused_by_what_an_identity_must_be() -> None:
     with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
-        rs.KeyRing(SECRET)._bound_keys(["alice"], None)  # type: ignore[arg-type]
+        rs.KeyRing(SECRET)._bound_keys(["alice"], None)
 
 
 def test_the_payload_rule_error_states_the_rule() -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from scripts import matrix
+from scripts import compiled, matrix
 
 PROJECT = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]
 
@@ -35,10 +34,10 @@ def test_the_plan_runs_the_compiled_build_on_every_python_and_the_sources_at_the
     runs, main_run = matrix.plan([])
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
     others = [version for version in ("3.11", "3.12", "3.13") if version != here]
-    assert [(run.name, run.version, run.compiled) for run in runs] == [
-        *((f"py{version}", version, True) for version in others),
-        ("floors", "3.11", False),
-        ("compiled", here, True),
+    assert [(run.name, run.version, run.wheel) for run in runs] == [
+        *((f"py{version}", version, "compiled") for version in others),
+        ("floors", "3.11", None),
+        ("compiled", here, "compiled"),
     ]
     assert runs[-2].requirements == tuple(matrix.lower_bounds(PROJECT))
     assert [outcome.name for outcome in main_run] == [f"py{here}"]
@@ -58,7 +57,7 @@ def test_an_absent_python_is_not_found_and_says_where_it_looked() -> None:
 def test_a_missing_interpreter_is_skipped_loudly_and_does_not_fail(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = matrix.Run("py3.99", "3.99", (), compiled=True)
+    run = matrix.Run("py3.99", "3.99", (), wheel="compiled")
     monkeypatch.setattr(matrix, "plan", lambda only: ([run], []))
     assert matrix.main([]) == 0
     captured = capsys.readouterr()
@@ -66,14 +65,44 @@ def test_a_missing_interpreter_is_skipped_loudly_and_does_not_fail(
     assert "py3.99   SKIPPED  NO PYTHON 3.99 INTERPRETER" in captured.out
 
 
-def test_a_compiled_run_without_a_c_compiler_is_skipped_loudly_and_does_not_fail(
+def test_a_python_without_the_compiled_build_tests_its_pure_wheel_and_says_so_loudly(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    run = matrix.Run("compiled", here, (), compiled=True)
-    monkeypatch.setattr(matrix, "plan", lambda only: ([run], []))
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    prepared: list[matrix.Run] = []
+
+    def prepare(run: matrix.Run, interpreter: Path) -> Path:
+        prepared.append(run)
+        return Path(sys.executable)
+
+    monkeypatch.setattr(
+        matrix, "plan", lambda only: ([matrix.Run("compiled", here, (), wheel="compiled")], [])
+    )
+    monkeypatch.setattr(compiled, "cannot_compile", lambda interpreter: "no C compiler (cc)")
+    monkeypatch.setattr(matrix, "prepare", prepare)
+    monkeypatch.setattr(
+        matrix, "run_suite", lambda run, python: matrix.Outcome(run.name, "passed", "9 passed")
+    )
     assert matrix.main([]) == 0
+    assert [run.wheel for run in prepared] == ["pure"]
     captured = capsys.readouterr()
-    assert "matrix: SKIPPED [compiled]: NO C COMPILER (cc) FOR THE COMPILED BUILD" in captured.err
-    assert "compiled SKIPPED  NO C COMPILER (cc)" in captured.out
+    message = "NO COMPILED BUILD (no C compiler (cc)): THE PURE-PYTHON WHEEL IS TESTED INSTEAD"
+    assert f"matrix: [compiled] {message}" in captured.err
+    assert "compiled passed   9 passed; PURE WHEEL: no C compiler (cc)" in captured.out
+
+
+def test_a_build_that_makes_no_wheel_fails_the_run_instead_of_the_matrix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+    def no_wheel(run: matrix.Run, interpreter: Path) -> Path:
+        raise ValueError("not enough values to unpack (expected 1, got 0)")
+
+    monkeypatch.setattr(
+        matrix, "plan", lambda only: ([matrix.Run("compiled", here, (), wheel="compiled")], [])
+    )
+    monkeypatch.setattr(compiled, "cannot_compile", lambda interpreter: None)
+    monkeypatch.setattr(matrix, "prepare", no_wheel)
+    assert matrix.main([]) == 1
+    assert "compiled FAILED   could not install: not enough values to unpack" in capsys.readouterr().out
