@@ -6,8 +6,7 @@ msgspec decodes a 64 B state's token 2.6x faster than ``binascii``, and this
 whole strict reader is 1.6x faster than ``base64.urlsafe_b64decode``. Reading,
 one ``bytes.translate`` switches the alphabet, and in the same pass turns every
 character that base64url must not contain into one that msgspec refuses.
-Writing, there is nothing to refuse, and two ``bytes.replace`` (a fast search
-for a few bytes each) switch the alphabet in two thirds of a translate's time.
+Writing, there is nothing to refuse: see ``b64encode``.
 """
 
 from __future__ import annotations
@@ -21,6 +20,9 @@ __all__ = ["b64decode", "b64encode"]
 _encode_bytes: Final = msgspec.json.Encoder().encode
 _decode_bytes: Final = msgspec.json.Decoder(bytes).decode
 
+# Standard to base64url, and the commas between parts to the dots between them.
+_FROM_STANDARD: Final = bytes.maketrans(b"+/,", b"-_.")
+
 # Base64url to standard. The standard alphabet's own "+" and "/", padding, and
 # the two characters that mean something inside a JSON string (an escape could
 # smuggle in any character) all become "!", which is no base64 at all.
@@ -32,12 +34,17 @@ _CLOSING: Final = (b'"', None, b'=="', b'="')
 _CANONICAL_LAST: Final = ("", "", "AQgw", "AEIMQUYcgkosw048")
 
 
-def b64encode(data: bytes) -> str:
-    """``data`` (``bytes``, nothing else) as unpadded base64url."""
-    # msgspec writes '"<standard base64, padded>"': keep what lies between the
-    # opening quote and the padding (4 characters per 3 bytes, rounded up).
-    standard = _encode_bytes(data)[1 : 1 + (len(data) * 4 + 2) // 3]
-    return standard.replace(b"+", b"-").replace(b"/", b"_").decode("ascii")
+def b64encode(*parts: bytes) -> str:
+    """Each of ``parts`` (``bytes``, nothing else) as unpadded base64url, joined by ``"."``."""
+    if len(parts) == 1:
+        # Every AEAD token. msgspec writes '"<standard base64, padded>"'; strip
+        # the quotes and the padding at the ends, and two replaces (a fast search
+        # for a few bytes each) switch the alphabet in half a translate's time.
+        standard = _encode_bytes(parts[0]).strip(b'"=')
+        return standard.replace(b"+", b"-").replace(b"/", b"_").decode("ascii")
+    # A signed token's two parts: msgspec writes '["<padded>",...]' in one call;
+    # one translate makes it base64url, dots between parts, and drops the rest.
+    return _encode_bytes(parts).translate(_FROM_STANDARD, b'[]"=').decode("ascii")
 
 
 def b64decode(text: str) -> bytes | None:

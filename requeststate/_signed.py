@@ -23,7 +23,7 @@ class SignedMode:
 
     def seal(self, payload: bytes, key: SubKeys, aad: bytes, nonce: bytes) -> str:
         """Sign ``payload``; the bind tag is inside it, and neither ``aad`` nor a nonce is used."""
-        return self.prefix + b64encode(payload) + "." + b64encode(key.mac(payload))
+        return self.prefix + b64encode(payload, key.mac(payload))
 
     def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason:
         """The authenticated payload and the bind tag of the key that signed it, or why not."""
