@@ -62,8 +62,8 @@ fuzz: $(VENV)/.installed-dev
 mutation: $(VENV)/.installed-dev
 	$(PY) scripts/mutation.py --min-score 95
 
-# The benchmarks measure the compiled build, as the published wheels ship it
-# (scripts/compiled.py builds it into $(BENCH_VENV)); the report names the build.
+# The benchmarks measure the compiled build, as release wheels are meant to ship
+# it (scripts/compiled.py builds it into $(BENCH_VENV)); the report names the build.
 # python -m benchmarks.bound in $(VENV) measures the pure-Python one.
 bench: $(BENCH_VENV)/.compiled
 	sh scripts/redis-test-server.sh

@@ -15,7 +15,7 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["b64decode", "b64encode"]
+__all__ = ["b64decode", "b64encode", "b64encode_joined"]
 
 _encode_bytes: Final = msgspec.json.Encoder().encode
 _decode_bytes: Final = msgspec.json.Decoder(bytes).decode
@@ -34,16 +34,20 @@ _CLOSING: Final = (b'"', None, b'=="', b'="')
 _CANONICAL_LAST: Final = ("", "", "AQgw", "AEIMQUYcgkosw048")
 
 
-def b64encode(*parts: bytes) -> str:
-    """Each of ``parts`` (``bytes``, nothing else) as unpadded base64url, joined by ``"."``."""
-    if len(parts) == 1:
-        # Every AEAD token. msgspec writes '"<standard base64, padded>"'; strip
-        # the quotes and the padding at the ends, and two replaces (a fast search
-        # for a few bytes each) switch the alphabet in half a translate's time.
-        standard = _encode_bytes(parts[0]).strip(b'"=')
-        return standard.replace(b"+", b"-").replace(b"/", b"_").decode("ascii")
-    # A signed token's two parts: msgspec writes '["<padded>",...]' in one call;
-    # one translate makes it base64url, dots between parts, and drops the rest.
+def b64encode(data: bytes) -> str:
+    """``data`` (``bytes``, nothing else) as unpadded base64url: every AEAD token's body."""
+    # msgspec writes '"<standard base64, padded>"': strip the quotes and the
+    # padding at the ends, and two replaces (a fast search for a few bytes each)
+    # switch the alphabet in half the time of a translate that deletes.
+    standard = _encode_bytes(data).strip(b'"=')
+    return standard.replace(b"+", b"-").replace(b"/", b"_").decode("ascii")
+
+
+def b64encode_joined(*parts: bytes) -> str:
+    """Each of ``parts`` as unpadded base64url, joined by ``"."``: a signed token's body."""
+    # msgspec writes '["<padded>",...]' in one call; one translate makes it
+    # base64url, dots between parts, and drops the rest: in pure Python, faster
+    # than b64encode per part.
     return _encode_bytes(parts).translate(_FROM_STANDARD, b'[]"=').decode("ascii")
 
 

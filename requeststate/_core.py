@@ -6,7 +6,7 @@ pay for. ``Codec`` (in ``_codec``) validates the options, adds the replay
 guard's claim, and is the adapter that turns a reason into ``InvalidToken`` or
 ``None``.
 
-Compiled: the published wheels compile this module, ``_envelope``,
+Compiled: a wheel built with the mypyc hook compiles this module, ``_envelope``,
 ``_encrypted`` and ``_base64`` with mypyc (docs/architecture.md, "The
 compiled build"). A compiled function checks its parameters' annotated types
 itself and raises its own ``TypeError``, so every value a caller passes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 from typing import Final, final
 
-from ._base64 import b64decode, b64encode
+from ._base64 import b64decode, b64encode_joined
 from ._errors import Reason
 from ._keys import BoundKey, SubKeys
 
@@ -23,7 +23,7 @@ class SignedMode:
 
     def seal(self, payload: bytes, key: SubKeys, aad: bytes, nonce: bytes) -> str:
         """Sign ``payload``; the bind tag is inside it, and neither ``aad`` nor a nonce is used."""
-        return self.prefix + b64encode(payload, key.mac(payload))
+        return self.prefix + b64encode_joined(payload, key.mac(payload))
 
     def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason:
         """The authenticated payload and the bind tag of the key that signed it, or why not."""

@@ -1,4 +1,4 @@
-"""The compiled build, made as the published wheels are, in a venv for this checkout's tests and benchmarks.
+"""The compiled build, made as release wheels are meant to be, in a venv for our tests and benchmarks.
 
 ``python -m scripts.compiled --venv DIR [--group NAME ...] [--python PATH]``
 (``make bench`` runs it; ``scripts.matrix`` uses it for its compiled runs):

@@ -14,7 +14,7 @@
   of those two extras pinned to its declared lower bound (``name>=X`` becomes
   ``name==X``), then the whole suite. A bound that fails here is a bound to raise.
 - ``compiled``: on this Python, the compiled build (``scripts/compiled.py``:
-  the wheel with the strict core compiled by mypyc, as published), then the
+  the wheel with the strict core compiled by mypyc), then the
   whole suite against it. The other versions' runs are compiled too, so the
   suite meets the pure-Python modules here and at the floors, and the compiled
   ones on every claimed Python. Each compiled run sets

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from requeststate._base64 import b64decode, b64encode
+from requeststate._base64 import b64decode, b64encode, b64encode_joined
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 # Every character the decoder must refuse somewhere, with the alphabet often enough to
@@ -46,8 +46,8 @@ def test_encode_of_each_length_keeps_every_character_and_no_padding(size: int) -
     assert b64encode(data) == base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
-def test_encode_joins_parts_with_dots() -> None:
-    assert b64encode(b"\xfb\xff", b"", b"\x00") == "-_8..AA"
+def test_encode_joined_joins_parts_with_dots() -> None:
+    assert b64encode_joined(b"\xfb\xff", b"", b"\x00") == "-_8..AA"
 
 
 def test_encode_matches_the_standard_library_without_padding() -> None:
@@ -117,10 +117,15 @@ def test_decode_agrees_with_the_standard_library(text: str) -> None:
     assert b64decode(text) == _stdlib_reading(text)
 
 
+@given(st.binary(max_size=64))
+def test_encode_agrees_with_the_standard_library(data: bytes) -> None:
+    assert b64encode(data) == base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
 @given(st.lists(st.binary(max_size=64), min_size=1, max_size=3))
-def test_encode_agrees_with_the_standard_library(parts: list[bytes]) -> None:
+def test_encode_joined_agrees_with_the_standard_library(parts: list[bytes]) -> None:
     expected = ".".join(base64.urlsafe_b64encode(part).decode().rstrip("=") for part in parts)
-    assert b64encode(*parts) == expected
+    assert b64encode_joined(*parts) == expected
 
 
 # --- the exact characters at the edges of the alphabet ---------------------------------------
