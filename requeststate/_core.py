@@ -96,7 +96,7 @@ class Core:
         """A token for ``state``, bound to the identity; ``Codec.encode`` says what raises."""
         # The clock is read inline, as in verified: a call less per token.
         if now is None:
-            exp = int(time.time() if self._clock is None else self._clock()) + self.ttl
+            exp = (int(time.time()) if self._clock is None else int(self._clock())) + self.ttl
         else:
             exp = check_int("now", now, INT64_MIN) + self.ttl
         if exp > INT64_MAX:
@@ -129,7 +129,7 @@ class Core:
         """
         # time.time is looked up on each call (a test may patch it), inline: a call less per token.
         if now is None:
-            moment = int(time.time() if self._clock is None else self._clock())
+            moment = int(time.time()) if self._clock is None else int(self._clock())
         else:
             moment = check_int("now", now, INT64_MIN)
         if not isinstance(token, str):
