@@ -53,10 +53,10 @@ class Core:
         "_bound_keys",
         "_bound_keys_cached",
         "_clock",
-        "_mint",
         "_nonce_bytes",
         "_prefixed",
         "_random_bytes",
+        "_seal",
         "leeway",
         "max_token_bytes",
         "ttl",
@@ -85,8 +85,10 @@ class Core:
         # Any identity may be looked up: an invalid one raises TypeError or ValueError.
         self._bound_keys: Final = keys._bound_keys
         self._bound_keys_cached: Final = keys._bound_keys_cached
-        self._mint: Final = wires[0]
-        self._nonce_bytes: Final = self._mint.nonce_bytes
+        mint = wires[0]
+        # The first mode mints; its seal is held bound, not looked up per token.
+        self._seal: Final = mint.seal
+        self._nonce_bytes: Final = mint.nonce_bytes
         self._random_bytes: Final = self._nonce_bytes + TOKEN_ID_BYTES
         # The CSPRNG. The known-answer vectors replace it with fixed bytes, as
         # Fernet's _encrypt_from_parts takes them; nothing else may.
@@ -113,7 +115,7 @@ class Core:
         # One read of the CSPRNG per token: the nonce (if any), then the token id.
         random = self.urandom(self._random_bytes)
         payload = build_payload(text, exp, bind_tag, random[split:].hex())
-        token = self._mint.seal(payload, key, aad, random[:split])
+        token = self._seal(payload, key, aad, random[:split])
         if len(token) > self.max_token_bytes:
             raise ValueError(
                 f"the token would be {len(token)} bytes, over max_token_bytes={self.max_token_bytes}"
