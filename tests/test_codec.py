@@ -307,6 +307,14 @@ def test_non_str_identity_raises_at_encode(ring: rs.KeyRing, mode: rs.Mode) -> N
         mint(ring, mode, subject=None)
 
 
+def test_an_unhashable_identity_raises_at_encode_saying_what_an_identity_must_be(
+    ring: rs.KeyRing, mode: rs.Mode
+) -> None:
+    # The bind-tag cache cannot even look a list up; encode says what is wrong, not "unhashable".
+    with pytest.raises(TypeError, match=r"^subject must be a str and tool a str or None$"):
+        rs.Codec(ring, mode=mode).encode("x", subject=["alice"])  # type: ignore[arg-type]
+
+
 def test_bind_tag_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pytest.MonkeyPatch) -> None:
     token = mint(ring, rs.Mode.ENCRYPTED)
     compared: list[object] = []
