@@ -29,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTRAS = "mcp,redis"
+# What turns on the build hook of pyproject.toml's [tool.hatch.build.targets.wheel.hooks.mypyc].
+_HOOK_SWITCH = "HATCH_BUILD_HOOK_ENABLE_MYPYC"
 
 
 def _digest(*paths: Path, extra: str = "") -> str:
@@ -40,6 +42,17 @@ def _digest(*paths: Path, extra: str = "") -> str:
 
 def _run(*command: str | Path, env: dict[str, str] | None = None) -> None:
     subprocess.run([str(part) for part in command], cwd=ROOT, env=env, check=True)  # noqa: S603 (our own tools)
+
+
+def build_env(*, compile_core: bool) -> dict[str, str]:
+    """This environment for ``python -m build``, with the mypyc hook on exactly when ``compile_core``.
+
+    A pure build must not inherit the hook's switch from the caller's environment.
+    """
+    env = {name: value for name, value in os.environ.items() if name != _HOOK_SWITCH}
+    if compile_core:
+        env[_HOOK_SWITCH] = "1"
+    return env
 
 
 def cannot_compile(interpreter: Path) -> str | None:
@@ -81,10 +94,7 @@ def prepare(
         _run(*pip, "--upgrade", "pip>=25.1", "build>=1.2")  # pip 25.1 reads dependency groups
     dist = venv / "dist"
     shutil.rmtree(dist, ignore_errors=True)
-    env = {name: value for name, value in os.environ.items() if name != "HATCH_BUILD_HOOK_ENABLE_MYPYC"}
-    if compile_core:
-        env["HATCH_BUILD_HOOK_ENABLE_MYPYC"] = "1"
-    _run(python, "-m", "build", "--outdir", dist, ROOT, env=env)
+    _run(python, "-m", "build", "--outdir", dist, ROOT, env=build_env(compile_core=compile_core))
     (wheel,) = dist.glob("*.whl")
     if fresh:
         _run(*pip, f"requeststate[{EXTRAS}] @ {wheel.as_uri()}", *(f"--group={group}" for group in groups))

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts.compiled import build_env
+
 ROOT = Path(__file__).resolve().parent.parent
 HOOK = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"][
     "hooks"
@@ -58,3 +60,17 @@ def test_each_compiled_module_is_an_extension_module_exactly_in_a_compiled_run(m
 def test_the_other_modules_are_never_compiled(module: str) -> None:
     # _codec's public signatures and _payload's msgspec annotations must stay as written.
     assert is_extension(module) is False
+
+
+# --- scripts/compiled.py: the environment each build is made in -----------------------
+
+
+def test_a_pure_build_never_inherits_the_hook_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An exported switch once made wheel-smoke's "pure" wheel a compiled one.
+    monkeypatch.setenv("HATCH_BUILD_HOOK_ENABLE_MYPYC", "1")
+    assert "HATCH_BUILD_HOOK_ENABLE_MYPYC" not in build_env(compile_core=False)
+
+
+def test_a_compiled_build_turns_the_hook_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HATCH_BUILD_HOOK_ENABLE_MYPYC", raising=False)
+    assert build_env(compile_core=True)["HATCH_BUILD_HOOK_ENABLE_MYPYC"] == "1"
