@@ -22,7 +22,6 @@ _decode_bytes: Final = msgspec.json.Decoder(bytes).decode
 
 # Standard to base64url, and the commas between parts to the dots between them.
 _FROM_STANDARD: Final = bytes.maketrans(b"+/,", b"-_.")
-
 # Base64url to standard. The standard alphabet's own "+" and "/", padding, and
 # the two characters that mean something inside a JSON string (an escape could
 # smuggle in any character) all become "!", which is no base64 at all.

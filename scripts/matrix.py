@@ -5,8 +5,8 @@
 - Each ``Programming Language :: Python :: 3.X`` classifier in pyproject.toml
   other than the Python running this script (``make test`` has just run the
   suite there, with coverage) gets a venv under ``.venv-matrix/`` with the
-  package, its ``mcp`` and ``redis`` extras and the ``test`` dependency group,
-  then the whole suite. The interpreter is looked up in pyenv's versions
+  package's compiled wheel (below), its ``mcp`` and ``redis`` extras and the
+  ``test`` dependency group, then the whole suite. The interpreter is looked up in pyenv's versions
   (``$PYENV_ROOT``, default ``~/.pyenv``) and then on ``PATH``; a version with
   no interpreter is SKIPPED LOUDLY, named on stderr and in the summary, also
   under CI (the image may differ), never silently.
@@ -22,7 +22,8 @@
   Where the build cannot be made (no C compiler, no ``Python.h``), the run
   says so loudly and tests the pure-Python wheel of that Python instead.
 
-Venvs are reused while pyproject.toml is unchanged. Exit 1 if any run fails.
+Venvs are reused while pyproject.toml is unchanged, and a wheel while the
+package's sources are. Exit 1 if any run fails.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Build the package as a user gets it, check it, and use it from a fresh venv (``make wheel-smoke``).
 
 Twice: the pure-Python build (what ``pip install`` makes from source) and the
-compiled build (``HATCH_BUILD_HOOK_ENABLE_MYPYC=1``, as the wheels are
-published). Each time ``python -m build`` (sdist and wheel),
+compiled build (``HATCH_BUILD_HOOK_ENABLE_MYPYC=1``, as release wheels are
+meant to be built). Each time ``python -m build`` (sdist and wheel),
 ``twine check --strict``, ``check-wheel-contents``, then the wheel alone (no
 extras) installed into a new venv under ``build/wheel-smoke/`` and
 ``scripts/smoke_installed.py`` run there, isolated from this checkout. Exit 1
