@@ -10,27 +10,29 @@ with a log-only reason)::
     state = codec.decode(token, subject=user, tool="book")
 
 The module functions ``encode``/``decode``/``verify`` take the same options on
-every call, over a cached ``Codec``. Pass ``guard=MemoryGuard()`` (one
-process) or ``requeststate.redis.RedisGuard`` (several) to make tokens
-single-use. ``requeststate.mcp`` protects an MCP SDK server in one line.
+every call, over a cached ``Codec``; ``Codec.averify``/``adecode`` serve asyncio.
+Pass ``guard=MemoryGuard()`` (one process) or ``requeststate.redis.RedisGuard``
+(several) to make tokens single-use. ``requeststate.mcp`` protects an MCP SDK server in one line.
 """
 
 from __future__ import annotations
 
-from ._codec import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, Codec, adecode, averify, decode, encode, verify
-from ._envelope import MAX_JSON_DEPTH
+from ._codec import Codec, decode, encode, verify
 from ._errors import InvalidToken, KeyBudgetExhausted, Reason
 from ._guard import AsyncGuard, Guard, GuardUnavailable, MemoryGuard
-from ._keys import KeyRing
-from ._modes import Mode, ModeName, Modes
-from ._options import Keys
+from ._keys import KeyRing, Keys
+from ._modes import Mode, ModeName, Modes, ModeSpec
+from ._options import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, MAX_TTL, CodecOptions
+from ._payload import MAX_JSON_DEPTH
 
 __all__ = [
     "DEFAULT_MAX_TOKEN_BYTES",
     "DEFAULT_TTL",
     "MAX_JSON_DEPTH",
+    "MAX_TTL",
     "AsyncGuard",
     "Codec",
+    "CodecOptions",
     "Guard",
     "GuardUnavailable",
     "InvalidToken",
@@ -40,13 +42,12 @@ __all__ = [
     "MemoryGuard",
     "Mode",
     "ModeName",
+    "ModeSpec",
     "Modes",
     "Reason",
-    "adecode",
-    "averify",
     "decode",
     "encode",
     "verify",
 ]
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

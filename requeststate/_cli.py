@@ -28,8 +28,9 @@ from ._base64 import b64decode, b64encode
 from ._codec import encode, verify
 from ._encrypted import AeadMode
 from ._errors import InvalidToken, Reason
-from ._keys import MIN_SECRET_BYTES, KeyRing
+from ._keys import KeyRing
 from ._modes import Mode, mode_of, wire_modes
+from ._secrets import MIN_SECRET_BYTES
 
 __all__ = ["main"]
 

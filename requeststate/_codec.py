@@ -1,42 +1,33 @@
-"""The codec: ``Codec`` holds validated options; ``encode``/``verify``/``decode`` are functions over it.
+"""``Codec``: the options, clock, CSPRNG and guard around the strict core (``_envelope``), and functions.
 
-``Codec`` is built once per configuration, as ``msgspec.json.Decoder`` is:
-keys, modes, lifetime, size cap, guard and clock are checked at construction,
-and every call does only the token's own work, in the strict core
-(``_core.Core``), which returns a refusal's reason instead of raising it.
-Then the guard's claim, last. ``verify`` raises ``InvalidToken(reason)``;
-``decode`` is the thin adapter that turns every refusal into ``None``.
+``verify`` raises the core's ``InvalidToken(reason)``, then claims the token in
+the guard, last; ``decode`` is the thin adapter that turns any refusal into ``None``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import os
+import time
+import typing
 from functools import lru_cache
-from typing import Any, Final, TypeVar, cast, final, overload
+from typing import TYPE_CHECKING, Any, Final, Unpack, final
 
-from ._core import Core
-from ._envelope import Payload
-from ._errors import InvalidToken, Reason
+from ._envelope import TOKEN_ID_BYTES, open_token, seal_token
+from ._errors import InvalidToken
 from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim
-from ._keys import KeyRing
+from ._keys import KeyRing, Keys, as_key_ring
 from ._modes import Mode, Modes, wire_modes
-from ._options import Keys, check_clock, check_guard, check_int, guard_is_async, key_ring
+from ._options import INT64_MIN, CodecOptions, check_int, check_options, guard_is_async
+from ._payload import Payload, read_state
 
-__all__ = [
-    "DEFAULT_MAX_TOKEN_BYTES",
-    "DEFAULT_TTL",
-    "Codec",
-    "adecode",
-    "averify",
-    "decode",
-    "encode",
-    "verify",
-]
+__all__ = ["Codec", "decode", "encode", "verify"]
 
-T = TypeVar("T")
+if TYPE_CHECKING:  # a TypeVar default (PEP 696): typing's own TypeVar takes one from Python 3.13
+    from typing_extensions import TypeVar
 
-DEFAULT_TTL: Final = 300
-DEFAULT_MAX_TOKEN_BYTES: Final = 64 * 1024
+    T = TypeVar("T", default=str)  # the state's type: its text, a str, unless type= names another
+else:
+    T = typing.TypeVar("T")
 
 
 @final
@@ -50,60 +41,26 @@ class Codec:
         state = codec.decode(token, subject=user, tool="book")   # None if refused
 
     Args:
-        keys: a ``KeyRing`` (its first key mints, every key verifies), or one
-            raw secret of at least 32 bytes.
+        keys: a ``KeyRing`` (its first key mints, every key verifies), or one raw secret.
         mode: ``"signed"`` (the client can read the state, not change it),
-            ``"encrypted"`` (neither) or ``"xchacha"`` (encrypted, with no
-            per-key budget), or a ``Mode``; or a tuple of them while migrating:
-            the first mints, all are accepted. A token of any other mode is
-            refused: the server chooses the mode, never the token.
-        ttl: lifetime of a minted token, in whole seconds (at least 1).
-        leeway: seconds of clock skew tolerated after a token's expiry.
-        max_token_bytes: refuse a longer token before decoding anything, and
-            refuse to mint one.
-        guard: a replay guard (``MemoryGuard()``, ``RedisGuard``, any ``Guard``
-            or ``AsyncGuard`` instance) that makes every token single-use: its
-            id is claimed once every other check has passed.
-        clock: unix seconds, read on each call without ``now=``; the system
-            clock when ``None``.
+            ``"encrypted"`` (neither) or ``"xchacha"`` (encrypted, with no per-key
+            budget), a ``Mode``, or a tuple of them while migrating (the first
+            mints). A token of any other mode is refused: the server chooses.
+        **options: ``ttl``, ``leeway``, ``max_token_bytes``, ``guard``, ``clock``: see ``CodecOptions``.
 
     Raises:
         TypeError, ValueError: a bad option, stating the requirement.
 
-    A codec is immutable in use and safe to share between threads. Its repr
-    names the minting key's fingerprint, never key bytes.
+    Immutable and safe to share between threads; its repr never shows key bytes.
     """
 
-    __slots__ = (
-        "_core",
-        "_guard",
-        "_guard_is_async",
-        "_keys",
-        "_modes",
-    )
-
-    def __init__(
-        self,
-        keys: Keys,
-        /,
-        *,
-        mode: Modes,
-        ttl: int = DEFAULT_TTL,
-        leeway: int = 0,
-        max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-        guard: Guard | AsyncGuard | None = None,
-        clock: Callable[[], float] | None = None,
-    ) -> None:
-        self._keys: Final = key_ring(keys)
-        self._modes, wires = wire_modes(mode)
-        ttl = check_int("ttl", ttl, 1)
-        leeway = check_int("leeway", leeway, 0)
-        max_token_bytes = check_int("max_token_bytes", max_token_bytes, 1)
-        check_guard(guard)
-        self._guard: Final = guard
-        self._guard_is_async: Final = guard_is_async(guard)
-        # The options the token's work reads are held there, once.
-        self._core: Final = Core(self._keys, wires, ttl, leeway, max_token_bytes, check_clock(clock))
+    def __init__(self, keys: Keys, /, *, mode: Modes, **options: Unpack[CodecOptions]) -> None:
+        self._keys: Final = as_key_ring(keys)
+        self._modes, self._wires = wire_modes(mode)
+        self._ttl, self._leeway, self._max_token_bytes, self._guard, self._clock = check_options(options)
+        self._guard_is_async: Final = guard_is_async(self._guard)
+        # One read of the CSPRNG per token: the minting mode's nonce, then the token id.
+        self._random_bytes: Final = self._wires[0].nonce_bytes + TOKEN_ID_BYTES
 
     @property
     def keys(self) -> KeyRing:
@@ -118,17 +75,17 @@ class Codec:
     @property
     def ttl(self) -> int:
         """Seconds a minted token lives."""
-        return self._core.ttl
+        return self._ttl
 
     @property
     def leeway(self) -> int:
         """Seconds of clock skew tolerated after expiry."""
-        return self._core.leeway
+        return self._leeway
 
     @property
     def max_token_bytes(self) -> int:
         """The longest token minted or read."""
-        return self._core.max_token_bytes
+        return self._max_token_bytes
 
     @property
     def guard(self) -> Guard | AsyncGuard | None:
@@ -136,14 +93,21 @@ class Codec:
         return self._guard
 
     def __repr__(self) -> str:
-        modes = ",".join(self._modes)
         guard = "" if self._guard is None else f", guard={type(self._guard).__name__}"
-        return f"Codec(keys={self._keys!r}, mode={modes}, ttl={self._core.ttl}{guard})"
+        return f"Codec(keys={self._keys!r}, mode={','.join(self._modes)}, ttl={self._ttl}{guard})"
+
+    def _now(self, now: object) -> int:
+        # time.time is looked up per call, so a test's patched clock (freezegun) is seen.
+        if now is None:
+            return int(time.time() if self._clock is None else self._clock())
+        return check_int("now", now, INT64_MIN)
 
     def encode(
         self, state: object, /, *, subject: str = "", tool: str | None = None, now: int | None = None
     ) -> str:
         """Mint a token that carries ``state`` for ``ttl`` seconds, bound to ``subject`` and ``tool``.
+
+        Each token has a random 128-bit id, which a guard claims to make it single-use.
 
         Args:
             state: a ``str``, carried as is, or any value msgspec can encode,
@@ -154,30 +118,29 @@ class Codec:
                 binds the subject alone.
             now: unix seconds to mint at; the codec's clock when ``None``.
 
-        Every token carries a random 128-bit id, so a guard can make it single-use.
-
         Raises:
             TypeError, ValueError: an invalid identity (not a ``str``, U+0000, a
-                lone surrogate, or a subject alone that reads as a JSON object),
-                a state msgspec cannot encode, or a token over ``max_token_bytes``.
+                lone surrogate, or a subject alone that reads as a JSON object), a
+                state msgspec cannot encode, a token over ``max_token_bytes``, or a
+                ``now`` that is not an int whose expiry fits in a signed 64-bit int.
             KeyBudgetExhausted: the minting key has sealed its AES-GCM limit.
         """
-        return self._core.encode(state, subject, tool, now)
+        exp = self._now(now) + self._ttl
+        random = os.urandom(self._random_bytes)
+        return seal_token(
+            state, self._wires[0], self._keys, subject, tool, exp, random, self._max_token_bytes
+        )
 
-    def _claim(self, verified: tuple[Any, Payload, int]) -> Reason | None:
-        # The guard's claim, last: None when the token is accepted.
-        if self._guard is None:
-            return None
-        _, payload, moment = verified
-        return claim(self._guard, payload.id, payload.exp + self._core.leeway, moment)
+    def _verified(
+        self, token: object, subject: object, tool: object, now: object, type: Any
+    ) -> tuple[Any, Payload, int]:
+        # Every check but the guard's: (state, payload, the time checked at), or InvalidToken.
+        moment = self._now(now)
+        payload = open_token(
+            token, self._wires, self._keys, subject, tool, moment, self._leeway, self._max_token_bytes
+        )
+        return payload.s if type is None else read_state(payload.s, type), payload, moment
 
-    async def _aclaim(self, verified: tuple[Any, Payload, int]) -> Reason | None:
-        if self._guard is None:
-            return None
-        _, payload, moment = verified
-        return await aclaim(self._guard, payload.id, payload.exp + self._core.leeway, moment)
-
-    @overload
     def verify(
         self,
         token: object,
@@ -186,61 +149,34 @@ class Codec:
         subject: str = "",
         tool: str | None = None,
         now: int | None = None,
-        type: None = None,
-    ) -> str: ...
-    @overload
-    def verify(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: type[T],
-    ) -> T: ...
-    def verify(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: Any = None,
-    ) -> Any:
+        type: type[T] | None = None,
+    ) -> T:
         """Return the state a token carries, or raise ``InvalidToken`` saying why not.
 
-        The checks run in this order, and authentication comes before any claim
-        is read: type and size, prefix against the modes accepted, the
-        identity's validity (no decoding yet), framing, MAC or AEAD tag (under
-        each key of the ring), payload, expiry, binding, ``type``, and last the
-        guard's claim.
+        The checks run in the order ``open_token`` documents (authentication
+        before any claim is read), then ``type``, and last the guard's claim.
 
         Args:
             token: the echoed ``requestState``, as the client sent it (any type).
             subject, tool: the identity the token must be bound to, as at ``encode``.
                 An invalid identity (of any type) is a refusal, never an error.
             now: unix seconds to verify at; the codec's clock when ``None``.
-            type: decode the state's JSON text as this type (msgspec, strict).
+            type: decode the state's JSON text as this type (msgspec, strict);
+                without it, the state is its text, a ``str``.
 
         Raises:
             InvalidToken: the token is refused; ``.reason`` is for logs only.
             TypeError: the codec's guard is async (use ``averify``), or ``now``
                 is not an ``int``.
+            ValueError: ``now`` is outside -2**63 to 2**63-1.
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        verified = self._core.verified(token, subject, tool, now, type)
-        if isinstance(verified, tuple):
-            refused = self._claim(verified)
-            if refused is None:
-                return verified[0]
-        else:
-            refused = verified
-        raise InvalidToken(refused)
+        state, payload, moment = self._verified(token, subject, tool, now, type)
+        if self._guard is not None:
+            claim(self._guard, payload.id, payload.exp + self._leeway, moment)
+        return state  # type: ignore[no-any-return]
 
-    @overload
     def decode(
         self,
         token: object,
@@ -249,43 +185,23 @@ class Codec:
         subject: str = "",
         tool: str | None = None,
         now: int | None = None,
-        type: None = None,
-    ) -> str | None: ...
-    @overload
-    def decode(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: type[T],
-    ) -> T | None: ...
-    def decode(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: Any = None,
-    ) -> Any:
+        type: type[T] | None = None,
+    ) -> T | None:
         """Return the state a token carries, or ``None`` if it is refused for any reason.
 
-        ``verify`` without the reason: whatever the client sent as the token, and
-        whatever the identity, this never raises for it. Use ``verify`` where the
-        log should say why a token was refused.
+        ``verify`` without the reason: it never raises for what the client sent,
+        only for the caller's own mistakes (an async guard, a bad ``now``).
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        verified = self._core.verified(token, subject, tool, now, type)
-        if not isinstance(verified, tuple):
+        try:
+            state, payload, moment = self._verified(token, subject, tool, now, type)
+            if self._guard is not None:
+                claim(self._guard, payload.id, payload.exp + self._leeway, moment)
+        except InvalidToken:
             return None
-        return verified[0] if self._guard is None or self._claim(verified) is None else None
+        return state  # type: ignore[no-any-return]
 
-    @overload
     async def averify(
         self,
         token: object,
@@ -294,45 +210,19 @@ class Codec:
         subject: str = "",
         tool: str | None = None,
         now: int | None = None,
-        type: None = None,
-    ) -> str: ...
-    @overload
-    async def averify(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: type[T],
-    ) -> T: ...
-    async def averify(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: Any = None,
-    ) -> Any:
+        type: type[T] | None = None,
+    ) -> T:
         """``verify`` for asyncio servers: the same checks, then awaits an async guard's claim.
 
         The cryptography runs inline (it takes microseconds); only the claim, a
         network round trip for ``AsyncRedisGuard``, is awaited. A sync guard is
         called inline.
         """
-        verified = self._core.verified(token, subject, tool, now, type)
-        if isinstance(verified, tuple):
-            refused = await self._aclaim(verified)
-            if refused is None:
-                return verified[0]
-        else:
-            refused = verified
-        raise InvalidToken(refused)
+        state, payload, moment = self._verified(token, subject, tool, now, type)
+        if self._guard is not None:
+            await aclaim(self._guard, payload.id, payload.exp + self._leeway, moment)
+        return state  # type: ignore[no-any-return]
 
-    @overload
     async def adecode(
         self,
         token: object,
@@ -341,61 +231,30 @@ class Codec:
         subject: str = "",
         tool: str | None = None,
         now: int | None = None,
-        type: None = None,
-    ) -> str | None: ...
-    @overload
-    async def adecode(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: type[T],
-    ) -> T | None: ...
-    async def adecode(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: Any = None,
-    ) -> Any:
+        type: type[T] | None = None,
+    ) -> T | None:
         """``decode`` for asyncio servers: awaits an async guard; ``None`` for every refusal."""
-        verified = self._core.verified(token, subject, tool, now, type)
-        if not isinstance(verified, tuple):
+        try:
+            return await self.averify(token, subject=subject, tool=tool, now=now, type=type)
+        except InvalidToken:
             return None
-        return verified[0] if await self._aclaim(verified) is None else None
 
 
 # The functions: one Codec per distinct set of options, built on first use.
-# typed: True == 1 and hashes alike, and must not pass as a validated ttl of 1.
-@lru_cache(maxsize=64, typed=True)
-def _cached_codec(
-    keys: Keys, mode: Modes, ttl: int, leeway: int, max_token_bytes: int, guard: Hashable
-) -> Codec:
-    # The Guard protocols promise no hash; most guards hash by identity, and
-    # one that cannot is built uncached by _codec.
-    return Codec(
-        keys,
-        mode=mode,
-        ttl=ttl,
-        leeway=leeway,
-        max_token_bytes=max_token_bytes,
-        guard=cast("Guard | None", guard),
-    )
+@lru_cache(maxsize=64)
+def _cached_codec(keys: Keys, mode: Modes, options: tuple[tuple[str, type, object], ...]) -> Codec:
+    return Codec(keys, mode=mode, **{name: value for name, _, value in options})  # type: ignore[arg-type]
 
 
-def _codec(
-    keys: Keys, mode: Modes, ttl: int, leeway: int, max_token_bytes: int, guard: Guard | AsyncGuard | None
-) -> Codec:
+def _codec(keys: Keys, mode: Modes, options: CodecOptions) -> Codec:
+    # Each value's type is part of the key: True == 1 and hashes alike, and must
+    # not pass as a validated ttl of 1.
+    key = (keys, mode, tuple((name, type(value), value) for name, value in sorted(options.items())))
     try:
-        return _cached_codec(keys, mode, ttl, leeway, max_token_bytes, cast("Hashable", guard))
-    except TypeError:  # an unhashable option: build it uncached, and let Codec say what is wrong
-        return Codec(keys, mode=mode, ttl=ttl, leeway=leeway, max_token_bytes=max_token_bytes, guard=guard)
+        hash(key)
+    except TypeError:  # an unhashable guard or clock: a codec built for this call
+        return Codec(keys, mode=mode, **options)
+    return _cached_codec(*key)
 
 
 def encode(
@@ -406,20 +265,13 @@ def encode(
     mode: Modes,
     subject: str = "",
     tool: str | None = None,
-    ttl: int = DEFAULT_TTL,
     now: int | None = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+    **options: Unpack[CodecOptions],
 ) -> str:
-    """Mint a token: ``Codec(keys, mode=mode, ttl=ttl, ...).encode(state, ...)``, the codec cached.
-
-    ``mode`` here names the one mode to mint in. See ``Codec`` and ``Codec.encode``.
-    """
-    return _codec(keys, mode, ttl, 0, max_token_bytes, None).encode(
-        state, subject=subject, tool=tool, now=now
-    )
+    """A new token: ``Codec(keys, mode=mode, **options).encode(state, ...)``, the codec cached."""
+    return _codec(keys, mode, options).encode(state, subject=subject, tool=tool, now=now)
 
 
-@overload
 def verify(
     token: object,
     keys: Keys,
@@ -428,50 +280,14 @@ def verify(
     mode: Modes,
     subject: str = "",
     tool: str | None = None,
-    leeway: int = 0,
     now: int | None = None,
-    type: None = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: Guard | None = None,
-) -> str: ...
-@overload
-def verify(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: type[T],
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: Guard | None = None,
-) -> T: ...
-def verify(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: Any = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: Guard | None = None,
-) -> Any:
-    """Return a token's state or raise ``InvalidToken``: ``Codec(keys, ...).verify(token, ...)``, cached.
-
-    See ``Codec.verify`` for the checks and their order.
-    """
-    codec = _codec(keys, mode, DEFAULT_TTL, leeway, max_token_bytes, guard)
-    return codec.verify(token, subject=subject, tool=tool, now=now, type=type)
+    type: type[T] | None = None,
+    **options: Unpack[CodecOptions],
+) -> T:
+    """A token's state, or ``InvalidToken``: ``Codec(keys, mode=mode, **options).verify(...)``, cached."""
+    return _codec(keys, mode, options).verify(token, subject=subject, tool=tool, now=now, type=type)
 
 
-@overload
 def decode(
     token: object,
     keys: Keys,
@@ -480,142 +296,9 @@ def decode(
     mode: Modes,
     subject: str = "",
     tool: str | None = None,
-    leeway: int = 0,
     now: int | None = None,
-    type: None = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: Guard | None = None,
-) -> str | None: ...
-@overload
-def decode(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: type[T],
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: Guard | None = None,
-) -> T | None: ...
-def decode(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: Any = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: Guard | None = None,
-) -> Any:
-    """Return a token's state, or ``None`` for every refusal: ``Codec(keys, ...).decode(token, ...)``, cached.
-
-    Never raises for the token or the identity; only a bad option raises.
-    """
-    codec = _codec(keys, mode, DEFAULT_TTL, leeway, max_token_bytes, guard)
-    return codec.decode(token, subject=subject, tool=tool, now=now, type=type)
-
-
-@overload
-async def averify(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: None = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: AsyncGuard | Guard | None = None,
-) -> str: ...
-@overload
-async def averify(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: type[T],
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: AsyncGuard | Guard | None = None,
-) -> T: ...
-async def averify(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: Any = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: AsyncGuard | Guard | None = None,
-) -> Any:
-    """``verify`` for asyncio servers: ``Codec(keys, ...).averify(token, ...)``, cached."""
-    codec = _codec(keys, mode, DEFAULT_TTL, leeway, max_token_bytes, guard)
-    return await codec.averify(token, subject=subject, tool=tool, now=now, type=type)
-
-
-@overload
-async def adecode(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: None = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: AsyncGuard | Guard | None = None,
-) -> str | None: ...
-@overload
-async def adecode(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: type[T],
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: AsyncGuard | Guard | None = None,
-) -> T | None: ...
-async def adecode(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    leeway: int = 0,
-    now: int | None = None,
-    type: Any = None,
-    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-    guard: AsyncGuard | Guard | None = None,
-) -> Any:
-    """``decode`` for asyncio servers: ``Codec(keys, ...).adecode(token, ...)``, cached."""
-    codec = _codec(keys, mode, DEFAULT_TTL, leeway, max_token_bytes, guard)
-    return await codec.adecode(token, subject=subject, tool=tool, now=now, type=type)
+    type: type[T] | None = None,
+    **options: Unpack[CodecOptions],
+) -> T | None:
+    """A token's state, or ``None`` if refused: ``Codec(keys, mode=mode, **options).decode(...)``, cached."""
+    return _codec(keys, mode, options).decode(token, subject=subject, tool=tool, now=now, type=type)

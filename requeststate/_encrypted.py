@@ -9,14 +9,14 @@ another identity fails the tag check before any plaintext exists.
 from __future__ import annotations
 
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Final, Protocol, final
 
 from cryptography.exceptions import InvalidTag
 
 from ._base64 import b64decode, b64encode
-from ._errors import Reason
-from ._keys import BoundKey, SubKeys
+from ._bind import BoundKey
+from ._errors import InvalidToken, Reason
+from ._keys import SubKeys
 
 __all__ = ["ENCRYPTED", "XCHACHA", "AeadMode"]
 
@@ -30,51 +30,61 @@ class Aead(Protocol):
     def decrypt(self, nonce: bytes, data: bytes, associated_data: bytes, /) -> bytes: ...
 
 
+def _aesgcm(key: SubKeys) -> Aead:
+    return key.aesgcm
+
+
+def _xchacha(key: SubKeys) -> Aead:
+    return key.xchacha
+
+
 @final
 class AeadMode:
-    """``prefix + B64(nonce || ciphertext || tag)`` under the AEAD ``cipher(key)`` returns."""
+    """``prefix + B64(nonce || ciphertext || tag)`` under the AEAD ``cipher(key)`` gives."""
 
-    __slots__ = ("_cipher", "_counts_nonces", "nonce_bytes", "prefix", "shortest_blob")
+    __slots__ = ("_cipher", "_counts_seals", "nonce_bytes", "prefix", "shortest_blob")
 
     def __init__(
-        self, prefix: str, nonce_bytes: int, cipher: Callable[[SubKeys], Aead], *, counts_nonces: bool
+        self, prefix: str, nonce_bytes: int, cipher: Callable[[SubKeys], Aead], *, counts_seals: bool
     ) -> None:
         self.prefix: Final = prefix
         self.nonce_bytes: Final = nonce_bytes
         self._cipher: Final = cipher
-        # The shortest well-formed body: a nonce and a tag (what `requeststate inspect` checks too).
-        self.shortest_blob: Final = nonce_bytes + _TAG_BYTES
         # Random 96-bit nonces allow 2^32 seals per key; longer nonces need no count.
-        self._counts_nonces: Final = counts_nonces
+        self._counts_seals: Final = counts_seals
+        # The shortest well-formed body: a nonce and a tag (requeststate inspect checks it too).
+        self.shortest_blob: Final = nonce_bytes + _TAG_BYTES
 
-    def seal(self, payload: bytes, key: SubKeys, aad: bytes, nonce: bytes) -> str:
-        """Encrypt ``payload`` under ``nonce``, which must never repeat under a key; ``aad`` is the bind tag.
+    def seal(self, payload: bytes, minting: BoundKey, nonce: bytes) -> str:
+        """Encrypt ``payload`` under ``nonce``, which must never repeat under a key, with the bind tag as AAD.
 
-        Raises ``KeyBudgetExhausted`` when a counted key has sealed its limit.
+        Raises ``KeyBudgetExhausted`` when an AES-GCM key has sealed its limit.
         """
-        if self._counts_nonces:
-            count = next(key.aesgcm_count)
-            if count >= key.aesgcm_warn_at:  # the common case stays one comparison
-                key.check_aesgcm_budget(count)
-        sealed = self._cipher(key).encrypt(nonce, payload, aad)
+        if self._counts_seals:
+            minting.key.count_aesgcm_seal()
+        sealed = self._cipher(minting.key).encrypt(nonce, payload, minting.aad)
         return self.prefix + b64encode(nonce + sealed)
 
-    def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason:
-        """The decrypted payload and the bind tag it was authenticated under, or why not."""
+    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, str]:
+        """The decrypted payload and the bind tag it authenticated under.
+
+        Raises:
+            InvalidToken: ``malformed`` framing, or ``bad_signature`` under every key.
+        """
         blob = b64decode(token[len(self.prefix) :])
         if blob is None or len(blob) < self.shortest_blob:
-            return Reason.MALFORMED
+            raise InvalidToken(Reason.MALFORMED)
         nonce, sealed = blob[: self.nonce_bytes], blob[self.nonce_bytes :]
-        for key, bind_tag, aad in bound_keys:
+        for key, bind_tag, aad in bound:
             try:
                 return self._cipher(key).decrypt(nonce, sealed, aad), bind_tag
             except InvalidTag:  # both AEADs raise it for a tag that does not verify
                 continue
-        return Reason.BAD_SIGNATURE
+        raise InvalidToken(Reason.BAD_SIGNATURE)
 
     def __repr__(self) -> str:
         return f"AeadMode({self.prefix!r})"
 
 
-ENCRYPTED: Final = AeadMode("v1e.", 12, attrgetter("aesgcm"), counts_nonces=True)
-XCHACHA: Final = AeadMode("v1x.", 24, attrgetter("xchacha"), counts_nonces=False)
+ENCRYPTED: Final = AeadMode("v1e.", 12, _aesgcm, counts_seals=True)
+XCHACHA: Final = AeadMode("v1x.", 24, _xchacha, counts_seals=False)

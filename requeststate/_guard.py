@@ -15,7 +15,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Final, Protocol, final
 
-from ._errors import Reason
+from ._errors import InvalidToken, Reason
+from ._options import check_int
 
 __all__ = [
     "ASYNC_GUARD_NEEDS_AWAIT",
@@ -78,41 +79,47 @@ def check_claim_window(expires_at: int, now: int) -> None:
         raise ValueError("expires_at is before now: an expired token has nothing to claim")
 
 
-def _outcome(claimed: object) -> Reason | None:
+def _settle(claimed: object) -> None:
     if claimed is True:
-        return None
+        return
     if claimed is False:
-        return Reason.REPLAYED
+        raise InvalidToken(Reason.REPLAYED)
     if isinstance(claimed, Coroutine):
         claimed.close()  # never awaited: close it, so no warning names the guard
         raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
     raise TypeError(f"Guard.claim must return a bool, not {claimed.__class__.__name__}")
 
 
-def claim(guard: Guard | AsyncGuard, token_id: str | None, expires_at: int, now: int) -> Reason | None:
-    """Claim a verified token's id in ``guard``: ``None`` on its first claim, else why it is refused.
+def claim(guard: Guard | AsyncGuard, token_id: str | None, expires_at: int, now: int) -> None:
+    """Claim a verified token's id in ``guard``: return on its first claim, else raise why it is refused.
 
     A token with no id (another writer's: mcp.d mints none) cannot be made
     single-use, and is refused as ``malformed`` wherever a guard is in use.
-    An async guard's claim raises ``TypeError`` here (it needs ``aclaim``).
+
+    Raises:
+        InvalidToken: ``replayed``, ``guard_unavailable`` or ``malformed``.
+        TypeError: the guard is async (it needs ``aclaim``), or answered no bool.
     """
     if token_id is None:
-        return Reason.MALFORMED
-    try:
-        return _outcome(guard.claim(token_id, expires_at, now))
-    except GuardUnavailable:
-        return Reason.GUARD_UNAVAILABLE
-
-
-async def aclaim(guard: AsyncGuard | Guard, token_id: str | None, expires_at: int, now: int) -> Reason | None:
-    """``claim``, awaiting an async guard's answer; a sync guard is called inline."""
-    if token_id is None:
-        return Reason.MALFORMED
+        raise InvalidToken(Reason.MALFORMED)
     try:
         claimed = guard.claim(token_id, expires_at, now)
-        return _outcome(await claimed if isinstance(claimed, Awaitable) else claimed)
     except GuardUnavailable:
-        return Reason.GUARD_UNAVAILABLE
+        raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
+    _settle(claimed)
+
+
+async def aclaim(guard: AsyncGuard | Guard, token_id: str | None, expires_at: int, now: int) -> None:
+    """``claim``, awaiting an async guard's answer; a sync guard is called inline."""
+    if token_id is None:
+        raise InvalidToken(Reason.MALFORMED)
+    try:
+        claimed = guard.claim(token_id, expires_at, now)
+        if isinstance(claimed, Awaitable):
+            claimed = await claimed
+    except GuardUnavailable:
+        raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
+    _settle(claimed)
 
 
 @final
@@ -152,10 +159,7 @@ class MemoryGuard:
 
         ``monotonic`` is the clock that bounds purging (tests inject one).
         """
-        if not isinstance(capacity, int) or isinstance(capacity, bool):
-            raise TypeError(f"capacity must be an int, not {type(capacity).__name__}")
-        if capacity < 1:
-            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        check_int("capacity", capacity, 1)
         if not callable(monotonic):
             raise TypeError("monotonic must be a callable returning seconds")
         self._capacity: Final = capacity

@@ -1,48 +1,38 @@
-"""Operator secrets, their HKDF subkeys, bind tags, and the rotation ring."""
+"""Operator secrets, the subkeys derived from them, and ``KeyRing``, the ordered set that rotates them."""
 
 from __future__ import annotations
 
 import _thread
-import binascii
 import hashlib
 import itertools
 import os
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, Literal, NoReturn, TypeAlias, final
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias, final
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.hmac import HMAC
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ._base64 import b64decode
+from ._bind import BoundKey, bind_input
 from ._errors import KeyBudgetExhausted
+from ._options import check_int
+from ._secrets import DECODERS, MIN_SECRET_BYTES, SecretEncoding, check_secret, decode_secret
 
 if TYPE_CHECKING:
     from ._xchacha import XChaCha20Poly1305
 
-__all__ = [
-    "AESGCM_NONCE_LIMIT",
-    "MAX_KEYS",
-    "MIN_SECRET_BYTES",
-    "BoundKey",
-    "KeyRing",
-    "SubKeys",
-    "bind_input",
-    "derive_subkey",
-]
+__all__ = ["AESGCM_NONCE_LIMIT", "MAX_KEYS", "KeyRing", "Keys", "SubKeys", "as_key_ring", "derive_subkey"]
 
-MIN_SECRET_BYTES: Final = 32
 MAX_KEYS: Final = 8
-BIND_TAG_CACHE_SIZE: Final = 4096
-# The longest bind input (UTF-8 bytes) whose bind tags are cached.
-BIND_TAG_CACHE_MAX_BYTES: Final = 512
 # NIST SP 800-38D, 8.3: with random 96-bit nonces, at most 2^32 encryptions per key.
 AESGCM_NONCE_LIMIT: Final = 2**32
 DEFAULT_AESGCM_WARN_SHARE: Final = 0.5
-
-# The logger is "requeststate". logging is imported where a warning is logged,
-# not at the top: it costs `import requeststate` about 8 ms, for a rare warning.
+# The bind tags of this many identities are kept per ring, each identity at most
+# this many UTF-8 bytes long: a few MiB at most, whatever identities clients send.
+BIND_TAG_CACHE_SIZE: Final = 4096
+BIND_TAG_CACHE_MAX_BYTES: Final = 512
 
 # docs/wire-format.md, "Keys": HKDF-SHA256, 32 zero bytes of salt, one info label per subkey.
 _HKDF_SALT: Final = bytes(32)
@@ -58,62 +48,27 @@ def derive_subkey(secret: bytes, info: bytes) -> bytes:
     return HKDF(algorithm=SHA256(), length=32, salt=_HKDF_SALT, info=info).derive(secret)
 
 
-# JSON's whitespace: what may stand before the "{" that opens a payload.
-_JSON_SPACE: Final = " \t\r\n"
-
-
-def bind_input(subject: object, tool: object) -> bytes:
-    """The bytes a bind tag covers (docs/wire-format.md, "The bind tag").
-
-    Takes any values, as a client's request may hold any: raises ``TypeError``
-    for a subject that is not a ``str`` or a tool neither a ``str`` nor
-    ``None``, and ``ValueError``
-    for one containing U+0000 (the separator) or a lone surrogate, or for a
-    subject-only identity that reads as a JSON object.
-    """
-    if not isinstance(subject, str) or not (tool is None or isinstance(tool, str)):
-        raise TypeError("subject must be a str and tool a str or None")
-    if "\0" in subject or (tool is not None and "\0" in tool):
-        raise ValueError("subject and tool must not contain U+0000")
-    # mac_key keys both the bind tag and the v1. MAC, and a signed token shows
-    # its bind tag. A subject-only bind input that is itself a payload would
-    # make its tag a valid MAC of that payload: a forgery for any identity.
-    # Every payload opens with "{" after JSON whitespace; with a tool the input
-    # holds U+0000, which no payload does.
-    if tool is None and subject.lstrip(_JSON_SPACE).startswith("{"):
-        raise ValueError(
-            "a subject bound without a tool must not start with '{' (it would read as a payload)"
-        )
-    # join, not an f-string: a str subclass (a StrEnum) is bound by its content,
-    # as the cache (keyed by equality) and the spec see it, not by its __format__.
-    text = subject if tool is None else "\0".join((subject, tool))
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("subject and tool must be valid Unicode (no lone surrogates)") from None
-
-
 @final
 class SubKeys:
     """The subkeys derived from one operator secret, and its AES-GCM budget.
 
-    Internal: never printed, pickled or compared.
+    Internal to the wire modes: never printed, pickled or compared.
     """
 
     __slots__ = (
         "_aesgcm_limit",
+        "_aesgcm_seals",
+        "_aesgcm_warn_at",
         "_mac",
         "_xchacha",
         "_xchacha_key",
         "aesgcm",
-        "aesgcm_count",
-        "aesgcm_warn_at",
         "fingerprint",
     )
 
     def __init__(self, secret: bytes, aesgcm_limit: int, aesgcm_warn_at: int) -> None:
         mac_key = derive_subkey(secret, _MAC_INFO)
-        # Keyed once; every MAC copies this state instead of re-keying.
+        # Keyed once; every MAC copies this state instead of keying a new one.
         self._mac: Final = HMAC(mac_key, SHA256())
         self.aesgcm: Final = AESGCM(derive_subkey(secret, _ENC_INFO))
         # PyNaCl loads on the first v1x. token, not with the package.
@@ -122,11 +77,10 @@ class SubKeys:
         # A one-way, labelled digest of a subkey: it names the key in a repr or a
         # log without revealing anything that verifies or mints a token.
         self.fingerprint: Final = hashlib.sha256(_FINGERPRINT_LABEL + mac_key).hexdigest()[:8]
-        # Each AES-GCM seal takes next(aesgcm_count) (atomic: no lock needed) and,
-        # from aesgcm_warn_at on, passes it to check_aesgcm_budget.
-        self.aesgcm_count: Final = itertools.count(1)
-        self.aesgcm_warn_at: Final = aesgcm_warn_at
+        # next() of an itertools.count is atomic: the budget needs no lock.
+        self._aesgcm_seals: Final = itertools.count(1)
         self._aesgcm_limit: Final = aesgcm_limit
+        self._aesgcm_warn_at: Final = aesgcm_warn_at
 
     @property
     def xchacha(self) -> XChaCha20Poly1305:
@@ -148,13 +102,14 @@ class SubKeys:
         """``lowercase_hex(HMAC-SHA256(mac_key, data))``: 64 characters."""
         return self.mac(data).hex()
 
-    def check_aesgcm_budget(self, count: int) -> None:
-        """For the ``count``-th AES-GCM seal past the warning share: warn once, refuse past the limit.
+    def count_aesgcm_seal(self) -> None:
+        """Count one AES-GCM seal under this key: warn once at the warning share, refuse past the limit.
 
         Raises ``KeyBudgetExhausted`` once the key has sealed its limit in this process.
         """
-        if count == self.aesgcm_warn_at:
-            import logging
+        count = next(self._aesgcm_seals)
+        if count == self._aesgcm_warn_at:
+            import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
 
             logging.getLogger("requeststate").warning(
                 "requestState key %s has sealed %d AES-GCM tokens in this process, of a limit of %d: "
@@ -177,73 +132,30 @@ class SubKeys:
         raise TypeError("SubKeys cannot be pickled: it holds derived key material")
 
 
-BoundKey: TypeAlias = "tuple[SubKeys, str, bytes]"
-"""A key, the bind tag of one identity under it, and that tag as AEAD associated data."""
-
-
-# Keyed by (subject, tool) as the caller passed them: only a valid identity gets in.
-BoundKeysCache: TypeAlias = "dict[tuple[object, object], tuple[BoundKey, ...]]"
-BoundKeys: TypeAlias = "Callable[[object, object], tuple[BoundKey, ...]]"
-
-
-def _bound_keys_cache(
-    keys: tuple[SubKeys, ...],
-) -> tuple[BoundKeysCache, BoundKeys]:
-    # The cache, and a closure over it and the keys (not a method, so neither
-    # holds a reference back to the ring). A plain dict: a hit is one lookup,
-    # which the codec makes itself on the path every request takes. Errors
-    # are not cached.
-    cache: BoundKeysCache = {}
-    # Readers only call cache.get, which is safe beside a writer. Writers take
-    # the lock: evicting iterates the dict, which another writer must not change.
-    writing = _thread.allocate_lock()
-
-    def bound_keys(subject: object, tool: object) -> tuple[BoundKey, ...]:
-        try:
-            found = cache.get((subject, tool))
-        except TypeError:  # unhashable: bind_input says what is wrong with it
-            found = None
-        if found is not None:
-            return found
-        data = bind_input(subject, tool)
-        # One tuple per key, not parallel tuples to zip: a fifth of zip(strict=True).
-        pairs = tuple((key, tag, tag.encode("ascii")) for key in keys for tag in (key.bind_tag(data),))
-        # The cache fills before any MAC check, from values a client may choose
-        # (an MCP tool name): a long identity is computed, never kept, so the
-        # cache holds at most BIND_TAG_CACHE_SIZE short ones (a few MiB).
-        if len(data) <= BIND_TAG_CACHE_MAX_BYTES:
-            with writing:
-                if len(cache) >= BIND_TAG_CACHE_SIZE:
-                    del cache[next(iter(cache))]  # the oldest entry
-                cache[subject, tool] = pairs
-        return pairs
-
-    return cache, bound_keys
-
-
 @final
 class KeyRing:
     """An ordered, immutable set of operator secrets: the first mints, all verify.
 
     ``KeyRing(secret)`` for one key; ``KeyRing(new, old)`` while rotating, then
     ``KeyRing(new)`` once every token minted under ``old`` has expired (one TTL).
-    Each secret is at least 32 bytes of secret randomness; subkeys are derived
-    once, here. Its keys are immutable (it only counts its AES-GCM seals, atomically),
-    and it is safe to share between threads. Its
-    ``repr`` shows the number of keys and the minting key's fingerprint, never
-    key bytes.
+    Each secret is at least 32 bytes of secret randomness: one byte repeated, a
+    short pattern repeated or fewer than 16 distinct bytes is refused. Subkeys
+    are derived once, here. Safe to share between threads. Its ``repr`` shows
+    the number of keys and the minting key's fingerprint, never key bytes.
+
+    Args:
+        *secrets: the secrets, newest (minting) first; at most 8.
+        aesgcm_limit: AES-GCM seals allowed per key in this process, from 1 to
+            2**32 (the NIST limit for random 96-bit nonces, the default).
+        aesgcm_warn_share: the share of ``aesgcm_limit`` at which one warning is
+            logged, in (0, 1].
+
+    Raises:
+        TypeError, ValueError: a secret or option that cannot be used, saying why
+            (and which secret, by position), never showing key bytes.
     """
 
-    __slots__ = ("_bound_keys", "_bound_keys_cached", "_ephemeral", "_keys")
-
-    _keys: tuple[SubKeys, ...]
-    _ephemeral: bool
-    _bound_keys: BoundKeys
-    _bound_keys_cached: BoundKeysCache
-    # _bound_keys(subject, tool): each key with the bind tag of that identity
-    # under it, in ring order (the first mints). Cached per ring (bounded) in
-    # _bound_keys_cached, keyed by (subject, tool); raises like bind_input.
-    # Internal to the codec.
+    __slots__ = ("_bound", "_ephemeral", "_keys", "_writing")
 
     def __init__(
         self,
@@ -251,39 +163,32 @@ class KeyRing:
         aesgcm_limit: int = AESGCM_NONCE_LIMIT,
         aesgcm_warn_share: float = DEFAULT_AESGCM_WARN_SHARE,
     ) -> None:
-        if not isinstance(aesgcm_limit, int) or not 1 <= aesgcm_limit <= AESGCM_NONCE_LIMIT:
-            raise ValueError(f"aesgcm_limit must be an int from 1 to 2**32, got {aesgcm_limit!r}")
-        if not isinstance(aesgcm_warn_share, int | float) or not 0 < aesgcm_warn_share <= 1:
+        check_int("aesgcm_limit", aesgcm_limit, 1, AESGCM_NONCE_LIMIT)
+        if not isinstance(aesgcm_warn_share, int | float) or isinstance(aesgcm_warn_share, bool):
+            raise TypeError(f"aesgcm_warn_share must be a number, not {type(aesgcm_warn_share).__name__}")
+        if not 0 < aesgcm_warn_share <= 1:
             raise ValueError(f"aesgcm_warn_share must be a number in (0, 1], got {aesgcm_warn_share!r}")
         if not secrets:
             raise ValueError("KeyRing needs at least one secret")
         if len(secrets) > MAX_KEYS:
             raise ValueError(f"KeyRing holds at most {MAX_KEYS} secrets, got {len(secrets)}")
-        for index, secret in enumerate(secrets):
-            if isinstance(secret, str):
-                raise TypeError(
-                    f"secret {index} is a str; KeyRing takes bytes "
-                    "(decode a base64 secret first, or use KeyRing.from_env)"
-                )
-            if not isinstance(secret, bytes | bytearray):
-                raise TypeError(f"secret {index} must be bytes, not {type(secret).__name__}")
-            if len(secret) < MIN_SECRET_BYTES:
-                raise ValueError(
-                    f"secret {index} is {len(secret)} bytes; "
-                    f"each secret must be at least {MIN_SECRET_BYTES} bytes of secret randomness"
-                )
-        material = [bytes(secret) for secret in secrets]
+        material = [check_secret(index, secret) for index, secret in enumerate(secrets)]
         for index, secret in enumerate(material):
             if secret in material[:index]:
                 raise ValueError(f"secret {index} repeats an earlier secret")
         warn_at = max(1, int(aesgcm_limit * aesgcm_warn_share))
-        keys = tuple(SubKeys(secret, aesgcm_limit, warn_at) for secret in material)
-        object.__setattr__(self, "_keys", keys)
-        object.__setattr__(self, "_ephemeral", False)
-        # The cached function itself, not a method around it: one call less per token.
-        cached, bound_keys = _bound_keys_cache(keys)
-        object.__setattr__(self, "_bound_keys_cached", cached)
-        object.__setattr__(self, "_bound_keys", bound_keys)
+        set_ = object.__setattr__
+        set_(self, "_keys", tuple(SubKeys(secret, aesgcm_limit, warn_at) for secret in material))
+        set_(self, "_ephemeral", False)
+        # (subject, tool) -> bound keys. Readers only call dict.get, which is safe
+        # beside a writer; writers take the lock, as evicting iterates the dict.
+        set_(self, "_bound", {})
+        set_(self, "_writing", _thread.allocate_lock())
+
+    _keys: tuple[SubKeys, ...]
+    _ephemeral: bool
+    _bound: dict[tuple[object, object], tuple[BoundKey, ...]]
+    _writing: _thread.LockType
 
     @classmethod
     def ephemeral(cls) -> KeyRing:
@@ -317,13 +222,14 @@ class KeyRing:
         hint rather than read as something else, because another service
         decoding the same text another way would derive other keys.
         ``encoding="base64url"``, ``"base64"`` or ``"hex"`` says how the
-        secrets are written, and reads exactly that. Errors name the variable
-        and the position, never the value.
+        secrets are written, and reads exactly that.
+
+        Raises:
+            ValueError: the variable is unset or a secret is unusable; the
+                message names the variable and the position, never the value.
         """
-        if encoding is not None and encoding not in _SECRET_DECODERS:
-            raise ValueError(
-                f"encoding must be one of {', '.join(map(repr, _SECRET_DECODERS))}, got {encoding!r}"
-            )
+        if encoding is not None and encoding not in DECODERS:
+            raise ValueError(f"encoding must be one of {', '.join(map(repr, DECODERS))}, got {encoding!r}")
         value = (os.environ if environ is None else environ).get(name, "")
         if not value.strip():
             raise ValueError(
@@ -333,7 +239,7 @@ class KeyRing:
         secrets = []
         for index, item in enumerate(value.split(",")):
             try:
-                secrets.append(_decode_secret(item.strip(), encoding))
+                secrets.append(decode_secret(item.strip(), encoding))
             except ValueError as error:
                 raise ValueError(f"{name}: secret {index} {error}") from None
         try:
@@ -351,10 +257,30 @@ class KeyRing:
         """A short, one-way name for the minting key, safe to log."""
         return self._keys[0].fingerprint
 
-    @property
-    def _subkeys(self) -> tuple[SubKeys, ...]:
-        # The derived subkeys, minting key first. Internal to the codec.
-        return self._keys
+    def bound(self, subject: object, tool: object) -> tuple[BoundKey, ...]:
+        """Each key of the ring with the bind tag of ``(subject, tool)`` under it, minting key first.
+
+        What the wire modes seal and open with. Computed once per identity and
+        kept (at most 4096 identities of up to 512 bytes: the identities come
+        from clients). Raises ``TypeError`` or ``ValueError`` for an identity
+        that cannot be bound (see docs/wire-format.md, "The bind tag").
+        """
+        try:
+            found = self._bound.get((subject, tool))
+        except TypeError:  # unhashable: bind_input says what is wrong with it
+            found = None
+        if found is not None:
+            return found
+        data = bind_input(subject, tool)
+        bound = tuple(
+            BoundKey(key, tag, tag.encode("ascii")) for key in self._keys for tag in (key.bind_tag(data),)
+        )
+        if len(data) <= BIND_TAG_CACHE_MAX_BYTES:
+            with self._writing:
+                if len(self._bound) >= BIND_TAG_CACHE_SIZE:
+                    del self._bound[next(iter(self._bound))]  # the oldest entry
+                self._bound[subject, tool] = bound
+        return bound
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -374,54 +300,20 @@ class KeyRing:
         raise TypeError("KeyRing cannot be pickled: share the secret through a secret store")
 
 
-SecretEncoding: TypeAlias = Literal["base64url", "base64", "hex"]
-"""How ``KeyRing.from_env`` reads each secret of the variable."""
-
-_HEX_DIGITS: Final = frozenset("0123456789abcdefABCDEF")
+Keys: TypeAlias = "KeyRing | bytes"
+"""What a codec takes as keys: a ``KeyRing``, or one raw secret of at least 32 bytes."""
 
 
-def _from_base64url(text: str) -> bytes | None:
-    return b64decode(text.rstrip("="))
+@lru_cache(maxsize=16)
+def _ring_of_secret(secret: bytes) -> KeyRing:
+    return KeyRing(secret)
 
 
-def _from_base64(text: str) -> bytes | None:
-    try:
-        # strict_mode: only the standard alphabet, padding only at the end.
-        return binascii.a2b_base64(text + "=" * (-len(text) % 4), strict_mode=True)
-    except binascii.Error:
-        return None
-
-
-def _from_hex(text: str) -> bytes | None:
-    if len(text) % 2 or not _HEX_DIGITS.issuperset(text):
-        return None
-    return bytes.fromhex(text)
-
-
-_SECRET_DECODERS: Final[dict[str, Callable[[str], bytes | None]]] = {
-    "base64url": _from_base64url,
-    "base64": _from_base64,
-    "hex": _from_hex,
-}
-
-
-def _decode_secret(text: str, encoding: SecretEncoding | None) -> bytes:
-    """One secret of ``from_env``'s variable; ``ValueError`` says what is wrong, never the text."""
-    if encoding is None:
-        # The default reads base64url, but refuses text another service could read
-        # otherwise: a 32-byte secret in base64url is 43 characters, never 64 hex digits.
-        if "+" in text or "/" in text:
-            raise ValueError(
-                "looks like standard base64 ('+' or '/'), not base64url: pass encoding='base64' "
-                "(inspect: --key-encoding base64) to read it so, or use a secret from requeststate keygen"
-            )
-        if len(text) >= 64 and _HEX_DIGITS.issuperset(text):
-            raise ValueError(
-                "looks like hex, which base64url would misread: pass encoding='hex' "
-                "(inspect: --key-encoding hex) to read it so, or use a secret from requeststate keygen"
-            )
-        encoding = "base64url"
-    secret = _SECRET_DECODERS[encoding](text)
-    if secret is None:
-        raise ValueError(f"is not {encoding}")
-    return secret
+def as_key_ring(keys: object) -> KeyRing:
+    """``keys`` as a ring: a ``KeyRing`` itself, or the ring of one raw secret (derived once per secret)."""
+    if isinstance(keys, KeyRing):
+        return keys
+    if isinstance(keys, bytes):
+        # HKDF costs more than a token: the module functions take raw secrets per call.
+        return _ring_of_secret(keys)
+    raise TypeError(f"keys must be a KeyRing or bytes, not {type(keys).__name__}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import enum
 from typing import Final, Literal, Protocol, TypeAlias
 
+from ._bind import BoundKey
 from ._encrypted import ENCRYPTED, XCHACHA
-from ._errors import Reason
-from ._keys import BoundKey, SubKeys
+from ._errors import InvalidToken, Reason
 from ._signed import SIGNED
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
     "Modes",
     "WireMode",
     "mode_of",
-    "unexpected_prefix",
+    "wire_for",
     "wire_modes",
 ]
 
@@ -50,8 +50,8 @@ class WireMode(Protocol):
     def prefix(self) -> str: ...
     @property
     def nonce_bytes(self) -> int: ...
-    def seal(self, payload: bytes, key: SubKeys, aad: bytes, nonce: bytes) -> str: ...
-    def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason: ...
+    def seal(self, payload: bytes, minting: BoundKey, nonce: bytes) -> str: ...
+    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, str]: ...
 
 
 # Keyed by Mode, a str enum: "signed" and Mode.SIGNED find the same entry.
@@ -89,9 +89,16 @@ def wire_modes(modes: object) -> tuple[tuple[Mode, ...], tuple[WireMode, ...]]:
     return tuple(found), tuple(found.values())
 
 
-def unexpected_prefix(token: str) -> Reason:
-    """Why a token matched none of the allowed prefixes: another known mode, or no mode at all."""
+def wire_for(token: str, wires: tuple[WireMode, ...]) -> WireMode:
+    """The wire mode among ``wires`` whose prefix ``token`` has (the prefixes are prefix-free).
+
+    Raises:
+        InvalidToken: ``wrong_mode`` for another known mode's prefix, else ``malformed``.
+    """
+    for wire in wires:
+        if token.startswith(wire.prefix):
+            return wire
     # "v1.xxx" -> "v1", "v1e.xxx" -> "v1e": the text before the first dot names
     # the format. Only the first few characters are read, however long the token.
     version, dot, _ = token[:_VERSION_MAX_CHARS].partition(".")
-    return Reason.WRONG_MODE if dot and version in _VERSIONS else Reason.MALFORMED
+    raise InvalidToken(Reason.WRONG_MODE if dot and version in _VERSIONS else Reason.MALFORMED)

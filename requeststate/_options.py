@@ -1,49 +1,120 @@
-"""The checks on a codec's options, each in one place: run once, when a ``Codec`` is built."""
+"""A codec's options: declared once (``CodecOptions``), checked once (``check_options``), at construction."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, NamedTuple, TypedDict
 
-from ._envelope import INT64_MAX
-from ._keys import KeyRing
+if TYPE_CHECKING:
+    from ._guard import AsyncGuard, Guard
 
-__all__ = ["Keys", "check_clock", "check_guard", "check_int", "guard_is_async", "key_ring"]
+__all__ = [
+    "DEFAULT_MAX_TOKEN_BYTES",
+    "DEFAULT_TTL",
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_TTL",
+    "CodecOptions",
+    "Settings",
+    "check_int",
+    "check_options",
+    "guard_is_async",
+]
 
-Keys: TypeAlias = "KeyRing | bytes"
-"""What a codec takes as keys: a ``KeyRing``, or one raw secret of at least 32 bytes."""
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
 
-# The co_flags bit of an async def (inspect.CO_COROUTINE), read directly: the
-# inspect module costs an import of ast and dis.
+DEFAULT_TTL: Final = 300
+"""Seconds a token lives unless ``ttl=`` says otherwise: five minutes."""
+MAX_TTL: Final = 86_400
+"""The longest ``ttl`` accepted: one day. The spec asks for short lifetimes; a
+state that must outlive a day belongs in the server's own storage."""
+DEFAULT_MAX_TOKEN_BYTES: Final = 64 * 1024
+"""The longest token minted or read unless ``max_token_bytes=`` says otherwise."""
+
+# The co_flags bit of an async def (inspect.CO_COROUTINE): the inspect module
+# itself would cost every `import requeststate` an import of ast and dis.
 _CO_COROUTINE: Final = 0x80
 
 
-@lru_cache(maxsize=16)
-def _ring_of_secret(secret: bytes) -> KeyRing:
-    return KeyRing(secret)
+class CodecOptions(TypedDict, total=False):
+    """The options of a ``Codec`` besides its keys and mode: one declaration for every API that builds one.
+
+    ``Codec``, the module functions, ``requeststate.mcp.Boundary``/``protect``
+    and ``requeststate.mcp.SDKCodec`` all take these names, and each is checked
+    when the codec is built, never per token.
+    """
+
+    ttl: int
+    """Seconds a minted token lives: an ``int`` from 1 to ``MAX_TTL`` (one day); default 300."""
+    leeway: int
+    """Seconds of clock skew tolerated after a token's expiry; default 0."""
+    max_token_bytes: int
+    """Refuse a longer token before decoding anything, and refuse to mint one; default 64 KiB."""
+    guard: Guard | AsyncGuard | None
+    """A replay guard instance (``MemoryGuard()``, ``RedisGuard``, any ``Guard`` or
+    ``AsyncGuard``): every token is accepted once, claimed after every other check."""
+    clock: Callable[[], float] | None
+    """Unix seconds, read on each call without ``now=``; ``time.time`` when ``None``."""
 
 
-def key_ring(keys: object) -> KeyRing:
-    """``keys`` as a ring: a ``KeyRing`` itself, or the ring of one raw secret (derived once)."""
-    if isinstance(keys, KeyRing):
-        return keys
-    if isinstance(keys, bytes):
-        # Derive once per secret, not per codec: HKDF costs more than a token.
-        return _ring_of_secret(keys)
-    raise TypeError(f"keys must be a KeyRing or bytes, not {type(keys).__name__}")
+_OPTION_NAMES: Final = frozenset(CodecOptions.__optional_keys__)
 
 
-def check_int(name: str, value: object, minimum: int) -> int:
-    """``value`` if it is an ``int`` (not a ``bool``) from ``minimum`` to 2**63-1; else raise."""
+class Settings(NamedTuple):
+    """``CodecOptions`` checked, with every default filled in."""
+
+    ttl: int
+    leeway: int
+    max_token_bytes: int
+    guard: Guard | AsyncGuard | None
+    clock: Callable[[], float] | None
+
+
+def check_options(options: CodecOptions) -> Settings:
+    """Every option checked, by name, type and range, and the defaults filled in.
+
+    Raises:
+        TypeError: an unknown name (``**options`` would otherwise swallow a typo), or a wrong type.
+        ValueError: a value out of range.
+    """
+    unknown = sorted(set(options) - _OPTION_NAMES)
+    if unknown:
+        raise TypeError(
+            f"unexpected option(s) {', '.join(unknown)}; the options are {', '.join(sorted(_OPTION_NAMES))}"
+        )
+    guard, clock = options.get("guard"), options.get("clock")
+    _check_guard(guard)
+    if clock is not None and not callable(clock):
+        raise TypeError(f"clock must be a callable returning unix seconds, not {type(clock).__name__}")
+    return Settings(
+        ttl=check_int("ttl", options.get("ttl", DEFAULT_TTL), 1, MAX_TTL),
+        leeway=check_int("leeway", options.get("leeway", 0), 0),
+        max_token_bytes=check_int(
+            "max_token_bytes", options.get("max_token_bytes", DEFAULT_MAX_TOKEN_BYTES), 1
+        ),
+        guard=guard,
+        clock=clock,
+    )
+
+
+def check_int(name: str, value: object, minimum: int, maximum: int = INT64_MAX) -> int:
+    """``value`` if it is an ``int`` (not a ``bool``) from ``minimum`` to ``maximum``; else raise.
+
+    ``TypeError`` for another type, ``ValueError`` for an int out of range: both name the option.
+    """
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if not minimum <= value <= INT64_MAX:
-        raise ValueError(f"{name} must be an int from {minimum} to 2**63-1, got {value}")
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be an int from {_bound(minimum)} to {_bound(maximum)}, got {value}")
     return value
 
 
-def check_guard(guard: object) -> None:
+def _bound(value: int) -> str:
+    return {INT64_MAX: "2**63-1", INT64_MIN: "-2**63"}.get(value, str(value))
+
+
+def _check_guard(guard: object) -> None:
     """Refuse what cannot be a replay guard: a class, or an object with no callable ``claim``."""
     if guard is None:
         return
@@ -60,10 +131,3 @@ def guard_is_async(guard: object) -> bool:
     # A bound method forwards __code__ to its function.
     code = getattr(getattr(guard, "claim", None), "__code__", None)
     return code is not None and bool(code.co_flags & _CO_COROUTINE)
-
-
-def check_clock(clock: object) -> Callable[[], float] | None:
-    """``clock`` if it is ``None`` or callable; else raise."""
-    if clock is not None and not callable(clock):
-        raise TypeError(f"clock must be a callable returning unix seconds, not {type(clock).__name__}")
-    return clock

@@ -6,10 +6,10 @@ import hmac
 from typing import Final, final
 
 from ._base64 import b64decode, b64encode_joined
-from ._errors import Reason
-from ._keys import BoundKey, SubKeys
+from ._bind import BoundKey
+from ._errors import InvalidToken, Reason
 
-__all__ = ["SIGNED"]
+__all__ = ["SIGNED", "SignedMode"]
 
 _MAC_BYTES: Final = 32
 
@@ -21,25 +21,29 @@ class SignedMode:
     prefix: Final = "v1."
     nonce_bytes: Final = 0
 
-    def seal(self, payload: bytes, key: SubKeys, aad: bytes, nonce: bytes) -> str:
-        """Sign ``payload``; the bind tag is inside it, and neither ``aad`` nor a nonce is used."""
-        return self.prefix + b64encode_joined(payload, key.mac(payload))
+    def seal(self, payload: bytes, minting: BoundKey, nonce: bytes) -> str:
+        """Sign ``payload``, whose ``b`` is the minting key's bind tag; no nonce is used."""
+        return self.prefix + b64encode_joined(payload, minting.key.mac(payload))
 
-    def open(self, token: str, bound_keys: tuple[BoundKey, ...]) -> tuple[bytes, str] | Reason:
-        """The authenticated payload and the bind tag of the key that signed it, or why not."""
+    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, str]:
+        """The authenticated payload and the bind tag of the key that signed it.
+
+        Raises:
+            InvalidToken: ``malformed`` framing, or ``bad_signature`` under every key.
+        """
         # At most four parts: splitting a token of 65,533 dots in full would
         # cost six valid decodes, at the attacker's choice of how often.
         parts = token.split(".", 3)
         if len(parts) != 3:
-            return Reason.MALFORMED
+            raise InvalidToken(Reason.MALFORMED)
         payload = b64decode(parts[1])
         mac = b64decode(parts[2])
         if payload is None or mac is None or len(mac) != _MAC_BYTES:
-            return Reason.MALFORMED
-        for key, bind_tag, _ in bound_keys:
+            raise InvalidToken(Reason.MALFORMED)
+        for key, bind_tag, _ in bound:
             if hmac.compare_digest(key.mac(payload), mac):
                 return payload, bind_tag
-        return Reason.BAD_SIGNATURE
+        raise InvalidToken(Reason.BAD_SIGNATURE)
 
 
 SIGNED: Final = SignedMode()

@@ -48,13 +48,12 @@ except ImportError as missing:
 
 from ._binding import Binding, access_token_subject, arguments_digest, request_target
 from ._boundary import INVALID_MESSAGE, Boundary, OnInvalid, Options, SubjectSource, protect
-from ._sdk import CodecOptions, SDKCodec, sdk_security, use_codec
+from ._sdk import SDKCodec, sdk_security, use_codec
 
 __all__ = [
     "INVALID_MESSAGE",
     "Binding",
     "Boundary",
-    "CodecOptions",
     "OnInvalid",
     "Options",
     "SDKCodec",

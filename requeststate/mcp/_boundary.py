@@ -6,7 +6,7 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Final, Literal, TypeAlias, TypedDict, Unpack
+from typing import Any, Final, Literal, TypeAlias, Unpack, cast
 
 import anyio.to_thread
 from mcp.server import MCPServer, Server
@@ -19,7 +19,7 @@ from mcp_types.methods import INPUT_REQUIRED_METHODS, is_input_required
 import requeststate as rs
 
 from ._binding import BINDINGS, Binding, access_token_subject, boundary_tool, mcpd_tool
-from ._install import check_option_names, install, warn_if_ephemeral
+from ._install import install, warn_if_ephemeral
 
 logger = logging.getLogger("requeststate.mcp")
 
@@ -36,24 +36,14 @@ SubjectSource: TypeAlias = Callable[[ServerRequestContext[Any, Any]], "str | Non
 _ON_INVALID: Final = ("error", "reelicit")
 
 
-class Options(TypedDict, total=False):
-    """The options of ``Boundary`` and ``protect``: one declaration for both.
+class Options(rs.CodecOptions, total=False):
+    """The options of ``Boundary`` and ``protect``: the codec's own (``requeststate.CodecOptions``) and these.
 
     Every option is checked when the boundary is built; none is read per request.
     """
 
     mode: rs.Modes
     """``"encrypted"`` (default), ``"signed"``, ``"xchacha"``, or a tuple while migrating (first mints)."""
-    ttl: int
-    """Seconds a token lives (default 300)."""
-    leeway: int
-    """Seconds of clock skew tolerated after expiry (default 0)."""
-    max_token_bytes: int
-    """Refuse a longer echo before decoding it, and refuse to mint one (default 64 KiB)."""
-    clock: Callable[[], float] | None
-    """Unix time source; the system clock when ``None`` (tests inject one)."""
-    guard: rs.Guard | rs.AsyncGuard | None
-    """A replay guard instance: each token redeems once. Claimed after every other check."""
     on_invalid: OnInvalid
     """``"error"`` (default): the frozen -32602; ``"reelicit"``: drop the state, the handler asks again."""
     bind: Binding
@@ -65,9 +55,6 @@ class Options(TypedDict, total=False):
     audience: str | None
     """The service identity bound into every token; ``None`` opts out. ``protect``
     defaults it to the server's name; ``bind="mcpd"`` binds none."""
-
-
-_OPTION_NAMES: Final = frozenset(Options.__optional_keys__)
 
 
 class _OffLoop:
@@ -139,33 +126,28 @@ class Boundary:
     """
 
     def __init__(self, keys: rs.Keys, /, **options: Unpack[Options]) -> None:
-        check_option_names(options, _OPTION_NAMES, "Boundary")
-        on_invalid = options.get("on_invalid", "error")
+        on_invalid = options.pop("on_invalid", "error")
         if on_invalid not in _ON_INVALID:
             raise ValueError(f"on_invalid must be one of {_ON_INVALID}, got {on_invalid!r}")
-        bind = options.get("bind", "request")
+        bind = options.pop("bind", "request")
         if bind not in BINDINGS:
             raise ValueError(f"bind must be one of {BINDINGS}, got {bind!r}")
         default_subject = access_token_subject if bind == "mcpd" else authenticated_principal
-        subject = options.get("subject", default_subject)
+        subject = options.pop("subject", default_subject)
         if subject is not None and not callable(subject):
             raise TypeError("subject must be a callable taking the request context, or None")
-        audience = options.get("audience")
-        if bind == "mcpd" and audience is not None:
-            raise ValueError("bind='mcpd' binds no audience (mcp.d does not): leave audience unset")
         if bind != "mcpd" and "audience" not in options:
             raise TypeError("Boundary needs audience=: the server's name (protect() passes it), or None")
+        audience = options.pop("audience", None)
+        if bind == "mcpd" and audience is not None:
+            raise ValueError("bind='mcpd' binds no audience (mcp.d does not): leave audience unset")
         if audience is not None and not isinstance(audience, str):
             raise TypeError(f"audience must be a str or None, not {type(audience).__name__}")
-        self._codec = rs.Codec(
-            keys,
-            mode=options.get("mode", rs.Mode.ENCRYPTED),
-            ttl=options.get("ttl", rs.DEFAULT_TTL),
-            leeway=options.get("leeway", 0),
-            max_token_bytes=options.get("max_token_bytes", rs.DEFAULT_MAX_TOKEN_BYTES),
-            guard=_for_the_loop(options.get("guard")),
-            clock=options.get("clock"),
-        )
+        mode = options.pop("mode", rs.Mode.ENCRYPTED)
+        if "guard" in options:
+            options["guard"] = _for_the_loop(options["guard"])
+        # What is left are the codec's own options, which Codec checks by name and value.
+        self._codec = rs.Codec(keys, mode=mode, **cast("rs.CodecOptions", options))
         self._on_invalid = on_invalid
         self._bind = bind
         self._subject = subject

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from mcp.server import MCPServer, Server
@@ -54,11 +53,3 @@ def warn_if_ephemeral(ring: rs.KeyRing) -> None:
             "all workers (KeyRing.from_env() or a secret store).",
             ring.fingerprint,
         )
-
-
-def check_option_names(given: Mapping[str, object], allowed: frozenset[str], owner: str) -> None:
-    """Refuse a misspelled option at setup: ``**options`` would otherwise swallow it."""
-    unknown = sorted(set(given) - allowed)
-    if unknown:
-        listed = ", ".join(sorted(allowed))
-        raise TypeError(f"{owner} got unexpected option(s) {', '.join(unknown)}; it takes {listed}")

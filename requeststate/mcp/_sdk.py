@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, TypedDict, Unpack
+from typing import Any, Final, Unpack
 
 from mcp.server import MCPServer, Server
 from mcp.server.request_state import (
@@ -18,29 +17,8 @@ from requeststate._base64 import b64decode, b64encode
 
 from ._binding import SDK_CODEC_TOOL
 from ._boundary import Boundary, SubjectSource
-from ._install import chain, check_option_names, install, warn_if_ephemeral
+from ._install import chain, install, warn_if_ephemeral
 
-
-class CodecOptions(TypedDict, total=False):
-    """The options of ``SDKCodec``, ``sdk_security`` and ``use_codec``: one declaration for the three."""
-
-    mode: rs.Modes
-    """``"encrypted"`` (default), ``"signed"`` (the whole envelope readable), ``"xchacha"``, or a tuple."""
-    ttl: int
-    """Seconds a token lives (default 300); also the SDK envelope's lifetime."""
-    max_token_bytes: int
-    """The longest token minted or accepted (default 64 KiB). The envelope travels
-    as base64url inside our token: a handler state of up to about
-    ``max_token_bytes * 9 / 16`` bytes fits in ``encrypted`` mode (less when it
-    is JSON text: the SDK's envelope escapes its quotes)."""
-    clock: Callable[[], float] | None
-    """Unix time source for our token's expiry; the system clock when ``None``."""
-    guard: None
-    """Refused: the SDK's codec seam runs before the SDK's binding checks, so a
-    guard there would burn a token on a misbound echo. Use ``protect(guard=...)``."""
-
-
-_OPTION_NAMES: Final = frozenset(CodecOptions.__optional_keys__)
 _GUARD_REFUSED: Final = (
     "a replay guard cannot run in the SDK's codec seam: the SDK checks the method, target, "
     "arguments, audience and principal after unseal, so the guard would burn a token on a misbound "
@@ -60,23 +38,25 @@ class SDKCodec:
 
     Args:
         keys: a ``KeyRing`` shared by every worker, or one raw secret.
-        **options: see ``CodecOptions``.
+        mode: ``"encrypted"`` (default), ``"signed"`` (the whole envelope
+            readable), ``"xchacha"``, or a tuple while migrating.
+        **options: the codec's (``requeststate.CodecOptions``). ``ttl`` is also
+            the SDK envelope's lifetime. ``max_token_bytes`` counts the SDK's
+            envelope as base64url inside our token: a handler state of up to
+            about ``max_token_bytes * 9 / 16`` bytes fits in ``encrypted`` mode.
+            A ``guard`` is refused: the SDK's codec seam runs before the SDK's
+            binding checks, so it would burn a token on a misbound echo.
 
     Raises:
-        TypeError, ValueError: a bad option, or a ``guard`` (see ``CodecOptions.guard``).
+        TypeError, ValueError: a bad option, or a ``guard``.
     """
 
-    def __init__(self, keys: rs.Keys, /, **options: Unpack[CodecOptions]) -> None:
-        check_option_names(options, _OPTION_NAMES, "SDKCodec")
+    def __init__(
+        self, keys: rs.Keys, /, *, mode: rs.Modes = rs.Mode.ENCRYPTED, **options: Unpack[rs.CodecOptions]
+    ) -> None:
         if options.get("guard") is not None:
             raise ValueError(_GUARD_REFUSED)
-        self._codec = rs.Codec(
-            keys,
-            mode=options.get("mode", rs.Mode.ENCRYPTED),
-            ttl=options.get("ttl", rs.DEFAULT_TTL),
-            max_token_bytes=options.get("max_token_bytes", rs.DEFAULT_MAX_TOKEN_BYTES),
-            clock=options.get("clock"),
-        )
+        self._codec = rs.Codec(keys, mode=mode, **options)
 
     @property
     def keys(self) -> rs.KeyRing:
@@ -124,7 +104,8 @@ def sdk_security(
     *,
     audience: str | None = None,
     subject: SubjectSource | None = authenticated_principal,
-    **options: Unpack[CodecOptions],
+    mode: rs.Modes = rs.Mode.ENCRYPTED,
+    **options: Unpack[rs.CodecOptions],
 ) -> RequestStateSecurity:
     """The SDK's ``RequestStateSecurity`` policy with ``SDKCodec`` as its codec.
 
@@ -133,7 +114,7 @@ def sdk_security(
     the SDK's ``bind_principal`` (``None`` disables principal binding);
     ``audience=None`` defers to the boundary's default (the server's name).
     """
-    codec = SDKCodec(keys, **options)
+    codec = SDKCodec(keys, mode=mode, **options)
     warn_if_ephemeral(codec.keys)
     return RequestStateSecurity(codec=codec, ttl=float(codec.ttl), bind_principal=subject, audience=audience)
 
@@ -145,7 +126,8 @@ def use_codec(
     *,
     audience: str | None = None,
     subject: SubjectSource | None = authenticated_principal,
-    **options: Unpack[CodecOptions],
+    mode: rs.Modes = rs.Mode.ENCRYPTED,
+    **options: Unpack[rs.CodecOptions],
 ) -> RequestStateBoundary:
     """Install the SDK's ``RequestStateBoundary`` with ``SDKCodec`` on ``server``; return it.
 
@@ -155,7 +137,7 @@ def use_codec(
     has no re-elicit option). A replay guard is refused: use ``protect``.
     """
     chain(server)  # type check before any side effect
-    security = sdk_security(keys, audience=audience, subject=subject, **options)
+    security = sdk_security(keys, audience=audience, subject=subject, mode=mode, **options)
     boundary = RequestStateBoundary(security, default_audience=server.name)
     install(server, boundary, Boundary)
     return boundary

@@ -1,0 +1,116 @@
+"""Operator secrets as they arrive: checked for length and evident low entropy, and read from text."""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Callable
+from typing import Final, Literal, TypeAlias
+
+from ._base64 import b64decode
+
+__all__ = ["MIN_DISTINCT_BYTES", "MIN_SECRET_BYTES", "SecretEncoding", "check_secret", "decode_secret"]
+
+MIN_SECRET_BYTES: Final = 32
+MIN_DISTINCT_BYTES: Final = 16
+"""32 bytes from a CSPRNG hold about 30 distinct values; fewer than 16 happens
+with a probability below 2**-100, so it means the secret was not random."""
+
+MAX_PERIOD: Final = 64
+"""The longest repeated pattern looked for."""
+
+SecretEncoding: TypeAlias = Literal["base64url", "base64", "hex"]
+"""How ``KeyRing.from_env`` reads each secret of the variable."""
+
+_FIX: Final = "use 32 random bytes: requeststate keygen, or os.urandom(32)"
+
+
+def check_secret(index: int, secret: object) -> bytes:
+    """``secret`` as ``bytes`` if it can key a ring; else raise, naming its position, never its bytes.
+
+    ``TypeError`` for a ``str`` or another type; ``ValueError`` for fewer than
+    32 bytes, or bytes that are evidently not random: one byte repeated, a
+    pattern repeated, or fewer than 16 distinct bytes.
+    """
+    if isinstance(secret, str):
+        raise TypeError(
+            f"secret {index} is a str; KeyRing takes bytes "
+            "(decode a base64 secret first, or use KeyRing.from_env)"
+        )
+    if not isinstance(secret, bytes | bytearray):
+        raise TypeError(f"secret {index} must be bytes, not {type(secret).__name__}")
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ValueError(
+            f"secret {index} is {len(secret)} bytes; "
+            f"each secret must be at least {MIN_SECRET_BYTES} bytes of secret randomness"
+        )
+    material = bytes(secret)
+    weakness = _evident_weakness(material)
+    if weakness is not None:
+        raise ValueError(f"secret {index} is {weakness}, not secret randomness: {_FIX}")
+    return material
+
+
+def _evident_weakness(secret: bytes) -> str | None:
+    distinct = len(set(secret))
+    if distinct == 1:
+        return "one byte repeated"
+    # A period p means secret[i] == secret[i + p] throughout: a pattern of p
+    # bytes repeated at least twice (p up to half the length, and MAX_PERIOD).
+    longest = min(len(secret) // 2, MAX_PERIOD)
+    if any(secret[period:] == secret[:-period] for period in range(1, longest + 1)):
+        return "a short pattern repeated"
+    if distinct < MIN_DISTINCT_BYTES:
+        return f"made of only {distinct} distinct byte values"
+    return None
+
+
+def _from_base64url(text: str) -> bytes | None:
+    return b64decode(text.rstrip("="))
+
+
+def _from_base64(text: str) -> bytes | None:
+    try:
+        # strict_mode: only the standard alphabet, padding only at the end.
+        return binascii.a2b_base64(text + "=" * (-len(text) % 4), strict_mode=True)
+    except binascii.Error:
+        return None
+
+
+_HEX_DIGITS: Final = frozenset("0123456789abcdefABCDEF")
+
+
+def _from_hex(text: str) -> bytes | None:
+    if len(text) % 2 or not _HEX_DIGITS.issuperset(text):
+        return None
+    return bytes.fromhex(text)
+
+
+DECODERS: Final[dict[str, Callable[[str], bytes | None]]] = {
+    "base64url": _from_base64url,
+    "base64": _from_base64,
+    "hex": _from_hex,
+}
+
+
+def decode_secret(text: str, encoding: SecretEncoding | None) -> bytes:
+    """One secret written as text; ``ValueError`` says what is wrong, never the text.
+
+    ``None`` reads base64url, but refuses text another service could read
+    otherwise: a 32-byte secret in base64url is 43 characters, never 64 hex digits.
+    """
+    if encoding is None:
+        if "+" in text or "/" in text:
+            raise ValueError(
+                "looks like standard base64 ('+' or '/'), not base64url: pass encoding='base64' "
+                "(inspect: --key-encoding base64) to read it so, or use a secret from requeststate keygen"
+            )
+        if len(text) >= 64 and _HEX_DIGITS.issuperset(text):
+            raise ValueError(
+                "looks like hex, which base64url would misread: pass encoding='hex' "
+                "(inspect: --key-encoding hex) to read it so, or use a secret from requeststate keygen"
+            )
+        encoding = "base64url"
+    secret = DECODERS[encoding](text)
+    if secret is None:
+        raise ValueError(f"is not {encoding}")
+    return secret
