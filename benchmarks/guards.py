@@ -7,7 +7,7 @@ does); the cases of a group take one sample each per round, in rotating order,
 as ``timing.measure_interleaved`` does. The groups, per mode (64 B state):
 
 - sync: ``rs.decode`` with ``guard=None``, a ``MemoryGuard``, and a ``RedisGuard``;
-- async: ``await rs.adecode`` one call at a time, with ``guard=None`` and an
+- async: ``await Codec.adecode`` one call at a time, with ``guard=None`` and an
   ``AsyncRedisGuard``, in one event loop.
 
 The added cost of a guard is its time minus the unguarded time of the same
@@ -360,8 +360,10 @@ def _decoder(ring: rs.KeyRing, mode: rs.ModeName, guard: rs.Guard | None) -> Dec
 
 
 def _adecoder(ring: rs.KeyRing, mode: rs.ModeName, guard: rs.AsyncGuard | None) -> AsyncDecode:
+    codec = rs.Codec(ring, mode=mode, guard=guard)
+
     async def adecode(token: str) -> object:
-        return await rs.adecode(token, ring, mode=mode, subject=SUBJECT, tool=TOOL, guard=guard)
+        return await codec.adecode(token, subject=SUBJECT, tool=TOOL)
 
     return adecode
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.machinery import EXTENSION_SUFFIXES
 
 from cryptography.hazmat.backends.openssl import backend as openssl
 
@@ -171,18 +169,6 @@ def _load_average() -> str:
     return ", ".join(f"{value:.2f}" for value in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
-def _build() -> str:
-    # Which requeststate is measured: the compiled build (make bench) or pure Python.
-    compiled = sorted(
-        name.removeprefix("requeststate.")
-        for name, module in list(sys.modules.items())
-        if name.startswith("requeststate.")
-        and not name.endswith("__mypyc")
-        and (getattr(module, "__file__", None) or "").endswith(tuple(EXTENSION_SUFFIXES))
-    )
-    return f"compiled by mypyc ({', '.join(compiled)})" if compiled else "pure Python"
-
-
 def _machine() -> dict[str, str]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -197,7 +183,7 @@ def _machine() -> dict[str, str]:
         "cores": str(available_cores()),
         "os": platform.platform(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "requeststate build": _build(),
+        "requeststate build": "pure Python, as pip installs it",
         "openssl": openssl.openssl_version_text(),
         "load average at start": _load_average(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),

@@ -10,6 +10,7 @@ picks our mode (default ``encrypted``).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 
@@ -29,12 +30,19 @@ class SwappedCodec(SDKCodec):
     def __init__(self, keys: Sequence[bytes | bytearray | str]) -> None:
         # The SDK's own checks (types, length, duplicates) and its messages, then our ring.
         _SDK_CODEC(keys)
-        secrets = [key.encode() if isinstance(key, str) else bytes(key) for key in keys]
+        # The SDK's test keys are one byte repeated (b"a" * 32), which KeyRing refuses as
+        # no secret at all: each is stretched into a random-looking key of its own, so
+        # equal keys stay equal and distinct keys distinct.
+        secrets = [_stretched(key.encode() if isinstance(key, str) else bytes(key)) for key in keys]
         super().__init__(
             rs.KeyRing(*secrets),
             mode=rs.Mode(os.environ.get("RS_SDK_CODEC_MODE", "encrypted")),
             max_token_bytes=MAX_TOKEN_BYTES,
         )
+
+
+def _stretched(key: bytes) -> bytes:
+    return hashlib.sha256(b"sdk test key " + key).digest()
 
 
 request_state.AESGCMRequestStateCodec = SwappedCodec  # type: ignore[misc,assignment]

@@ -1,0 +1,54 @@
+"""The slower checks that ``make matrix`` runs after ``make test``: ``python -m nox`` (``-s NAME`` for one).
+
+- ``tests``: the whole suite on each Python the package claims. An interpreter
+  that is not installed is skipped, and nox says so in its summary.
+- ``lowest``: the suite with every runtime dependency at its declared lower
+  bound (uv's ``--resolution lowest-direct``): a bound that fails here is one to raise.
+- ``fuzz``: a short coverage-guided fuzzing run of ``Codec.verify`` (atheris).
+- ``benchmarks``: the benchmark harness's own tests (``benchmarks/test_benchmarks.py``).
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.error_on_missing_interpreters = False
+nox.options.reuse_venv = "yes"
+
+PYTHONS = ["3.11", "3.12", "3.13"]
+EXTRAS = ".[mcp,redis]"
+
+
+def _pytest(session: nox.Session) -> None:
+    session.run("python", "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The suite on one Python."""
+    session.install("-e", EXTRAS, "--group", "test")
+    _pytest(session)
+
+
+@nox.session(python=PYTHONS[0])
+def lowest(session: nox.Session) -> None:
+    """The suite with the package's own dependencies and extras at their lowest declared versions."""
+    session.install("--resolution", "lowest-direct", "-e", EXTRAS)
+    # The test tools at their newest: what is under test is the package's floors, not pytest's.
+    session.install("--group", "test")
+    _pytest(session)
+
+
+@nox.session(python=PYTHONS[0])
+def fuzz(session: nox.Session) -> None:
+    """Fuzz Codec.verify for 60 seconds (``make fuzz`` runs longer)."""
+    session.install("-e", ".", "--group", "fuzz")
+    session.run("python", "-m", "fuzz.run", "--seconds", "60")
+
+
+@nox.session(python=PYTHONS[0])
+def benchmarks(session: nox.Session) -> None:
+    """The benchmark harness's own tests: tiny counts, output structure only, never timed."""
+    session.install("-e", EXTRAS, "--group", "test", "--group", "bench")
+    session.run("python", "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "benchmarks")
