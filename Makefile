@@ -86,11 +86,11 @@ $(VENV)/.installed-docs: pyproject.toml | $(VENV)/bin/python
 	touch $@ $(VENV)/.installed
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e '.[mcp,redis]' --group dev
+	$(PIP) -e '.[mcp,redis,otel]' --group dev
 	touch $@ $(VENV)/.installed $(VENV)/.installed-docs
 
 $(VENV)/.installed-%: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e '.[mcp,redis]' --group $*
+	$(PIP) -e '.[mcp,redis,otel]' --group $*
 	touch $@ $(VENV)/.installed
 
 clean:

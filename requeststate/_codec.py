@@ -1,55 +1,35 @@
-"""``Codec``: the options, clock, CSPRNG and guard around the strict core (``_envelope``), and functions.
-
-``verify`` raises the core's ``InvalidToken(reason)``, then claims the token in
-the guard, last; ``decode`` is the thin adapter that turns any refusal into ``None``.
-"""
+"""``Codec``: options, clock, CSPRNG, guard and counts around the strict core (``_envelope``); functions."""
 
 from __future__ import annotations
 
 import os
-import time
-import typing
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Final, Unpack, final
+from typing import Any, Final, Unpack, final
 
 from ._envelope import TOKEN_ID_BYTES, open_token, seal_token
 from ._errors import InvalidToken
 from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim
 from ._keys import KeyRing, Keys, as_key_ring
-from ._modes import Mode, Modes, wire_modes
-from ._options import INT64_MIN, CodecOptions, check_int, check_options, guard_is_async
-from ._payload import Payload, read_state
+from ._metrics import Counts
+from ._modes import Mode, Modes, modes_from_env, wire_modes
+from ._options import DEFAULT_TTL, CodecOptions, check_options, guard_is_async, now_from, ttl_from_env
+from ._payload import T, read_state
 
 __all__ = ["Codec", "decode", "encode", "verify"]
-
-if TYPE_CHECKING:  # a TypeVar default (PEP 696): typing's own TypeVar takes one from Python 3.13
-    from typing_extensions import TypeVar
-
-    T = TypeVar("T", default=str)  # the state's type: its text, a str, unless type= names another
-else:
-    T = typing.TypeVar("T")
 
 
 @final
 class Codec:
     """Mints and verifies ``requestState`` tokens under options fixed and checked once.
 
-    ::
-
-        codec = rs.Codec(rs.KeyRing.from_env(), mode="encrypted", ttl=300)
-        token = codec.encode(state, subject=user, tool="book")
-        state = codec.decode(token, subject=user, tool="book")   # None if refused
-
     Args:
         keys: a ``KeyRing`` (its first key mints, every key verifies), or one raw secret.
-        mode: ``"signed"`` (the client can read the state, not change it),
-            ``"encrypted"`` (neither) or ``"xchacha"`` (encrypted, with no per-key
-            budget), a ``Mode``, or a tuple of them while migrating (the first
-            mints). A token of any other mode is refused: the server chooses.
-        **options: ``ttl``, ``leeway``, ``max_token_bytes``, ``guard``, ``clock``: see ``CodecOptions``.
-
-    Raises:
-        TypeError, ValueError: a bad option, stating the requirement.
+        mode: ``"signed"`` (the client can read the state, not change it), ``"encrypted"``
+            (neither) or ``"xchacha"`` (encrypted, with no per-key budget), a ``Mode``, or
+            a tuple while migrating (the first mints). The server chooses, never the token.
+        **options: ``ttl``, ``leeway``, ``max_token_bytes``, ``guard``, ``clock``,
+            ``metrics``: see ``CodecOptions``. A bad one raises ``TypeError`` or ``ValueError``.
 
     Immutable and safe to share between threads; its repr never shows key bytes.
     """
@@ -57,10 +37,28 @@ class Codec:
     def __init__(self, keys: Keys, /, *, mode: Modes, **options: Unpack[CodecOptions]) -> None:
         self._keys: Final = as_key_ring(keys)
         self._modes, self._wires = wire_modes(mode)
-        self._ttl, self._leeway, self._max_token_bytes, self._guard, self._clock = check_options(options)
+        self._ttl, self._leeway, self._max_bytes, self._guard, self._clock, meter = check_options(options)
+        self._counts: Final = None if meter is None else Counts(meter, self._modes)
         self._guard_is_async: Final = guard_is_async(self._guard)
         # One read of the CSPRNG per token: the minting mode's nonce, then the token id.
         self._random_bytes: Final = self._wires[0].nonce_bytes + TOKEN_ID_BYTES
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        environ: Mapping[str, str] = os.environ,
+        mode: Modes = "encrypted",
+        **options: Unpack[CodecOptions],
+    ) -> Codec:
+        """The codec the deployment configures: ``REQUESTSTATE_KEYS`` (required), ``_MODE`` and ``_TTL``.
+
+        The recommended set-up for servers (docs/deployment.md). The variables, when
+        set, win over ``mode`` and ``ttl``. One that cannot be used raises
+        ``ValueError`` naming it and the fix.
+        """
+        options["ttl"] = ttl_from_env(environ, options.get("ttl", DEFAULT_TTL))
+        return cls(KeyRing.from_env(environ=environ), mode=modes_from_env(environ, mode), **options)
 
     @property
     def keys(self) -> KeyRing:
@@ -85,7 +83,7 @@ class Codec:
     @property
     def max_token_bytes(self) -> int:
         """The longest token minted or read."""
-        return self._max_token_bytes
+        return self._max_bytes
 
     @property
     def guard(self) -> Guard | AsyncGuard | None:
@@ -96,12 +94,6 @@ class Codec:
         guard = "" if self._guard is None else f", guard={type(self._guard).__name__}"
         return f"Codec(keys={self._keys!r}, mode={','.join(self._modes)}, ttl={self._ttl}{guard})"
 
-    def _now(self, now: object) -> int:
-        # time.time is looked up per call, so a test's patched clock (freezegun) is seen.
-        if now is None:
-            return int(time.time() if self._clock is None else self._clock())
-        return check_int("now", now, INT64_MIN)
-
     def encode(
         self, state: object, /, *, subject: str = "", tool: str | None = None, now: int | None = None
     ) -> str:
@@ -110,36 +102,35 @@ class Codec:
         Each token has a random 128-bit id, which a guard claims to make it single-use.
 
         Args:
-            state: a ``str``, carried as is, or any value msgspec can encode,
-                carried as its JSON text (read it back with ``type=``).
-            subject: the authenticated user, from the server's auth context
-                (never from the request); ``""`` for none.
-            tool: the tool, prompt or resource the state belongs to; ``None``
-                binds the subject alone.
+            state: a ``str``, carried as is, or any value msgspec encodes, as its JSON text.
+            subject: the authenticated user, from the auth context (never the request); ``""``: none.
+            tool: the tool, prompt or resource the state belongs to; ``None`` binds the subject alone.
             now: unix seconds to mint at; the codec's clock when ``None``.
 
         Raises:
-            TypeError, ValueError: an invalid identity (not a ``str``, U+0000, a
-                lone surrogate, or a subject alone that reads as a JSON object), a
-                state msgspec cannot encode, a token over ``max_token_bytes``, or a
-                ``now`` that is not an int whose expiry fits in a signed 64-bit int.
+            TypeError, ValueError: an invalid identity (docs/wire-format.md, "The bind tag"), a
+                state msgspec cannot encode, a token over ``max_token_bytes``, or a bad ``now``.
             KeyBudgetExhausted: the minting key has sealed its AES-GCM limit.
         """
-        exp = self._now(now) + self._ttl
+        exp = now_from(now, self._clock) + self._ttl
         random = os.urandom(self._random_bytes)
-        return seal_token(
-            state, self._wires[0], self._keys, subject, tool, exp, random, self._max_token_bytes
-        )
+        token = seal_token(state, self._wires[0], self._keys, subject, tool, exp, random, self._max_bytes)
+        if self._counts is not None:
+            self._counts.minted()
+        return token
 
-    def _verified(
-        self, token: object, subject: object, tool: object, now: object, type: Any
-    ) -> tuple[Any, Payload, int]:
-        # Every check but the guard's: (state, payload, the time checked at), or InvalidToken.
-        moment = self._now(now)
-        payload = open_token(
-            token, self._wires, self._keys, subject, tool, moment, self._leeway, self._max_token_bytes
+    def _checked(self, token: object, subject: object, tool: object, now: object, type: Any) -> Any:
+        # Every check, then the guard's claim, then the count: the state, or InvalidToken.
+        now = now_from(now, self._clock)
+        payload, wire = open_token(
+            token, self._wires, self._keys, subject, tool, now, self._leeway, self._max_bytes
         )
-        return payload.s if type is None else read_state(payload.s, type), payload, moment
+        state = payload.s if type is None else read_state(payload.s, type)
+        if self._guard is not None:
+            claim(self._guard, payload.id, payload.exp + self._leeway, now)
+        if self._counts is not None:
+            self._counts.accepted(wire.prefix, self._guard is not None)
+        return state
 
     def verify(
         self,
@@ -153,8 +144,8 @@ class Codec:
     ) -> T:
         """Return the state a token carries, or raise ``InvalidToken`` saying why not.
 
-        The checks run in the order ``open_token`` documents (authentication
-        before any claim is read), then ``type``, and last the guard's claim.
+        The checks run in the order ``open_token`` documents (authentication first),
+        then ``type``, and last the guard's claim.
 
         Args:
             token: the echoed ``requestState``, as the client sent it (any type).
@@ -166,16 +157,17 @@ class Codec:
 
         Raises:
             InvalidToken: the token is refused; ``.reason`` is for logs only.
-            TypeError: the codec's guard is async (use ``averify``), or ``now``
-                is not an ``int``.
-            ValueError: ``now`` is outside -2**63 to 2**63-1.
+            TypeError, ValueError: the guard is async (use ``averify``), or ``now`` is
+                not an int from -2**63 to 2**63-1.
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        state, payload, moment = self._verified(token, subject, tool, now, type)
-        if self._guard is not None:
-            claim(self._guard, payload.id, payload.exp + self._leeway, moment)
-        return state  # type: ignore[no-any-return]
+        try:
+            return self._checked(token, subject, tool, now, type)  # type: ignore[no-any-return]
+        except InvalidToken as refused:
+            if self._counts is not None:
+                self._counts.refused(refused.reason)
+            raise
 
     def decode(
         self,
@@ -195,12 +187,11 @@ class Codec:
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
         try:
-            state, payload, moment = self._verified(token, subject, tool, now, type)
-            if self._guard is not None:
-                claim(self._guard, payload.id, payload.exp + self._leeway, moment)
-        except InvalidToken:
+            return self._checked(token, subject, tool, now, type)  # type: ignore[no-any-return]
+        except InvalidToken as refused:
+            if self._counts is not None:
+                self._counts.refused(refused.reason)
             return None
-        return state  # type: ignore[no-any-return]
 
     async def averify(
         self,
@@ -212,16 +203,22 @@ class Codec:
         now: int | None = None,
         type: type[T] | None = None,
     ) -> T:
-        """``verify`` for asyncio servers: the same checks, then awaits an async guard's claim.
-
-        The cryptography runs inline (it takes microseconds); only the claim, a
-        network round trip for ``AsyncRedisGuard``, is awaited. A sync guard is
-        called inline.
-        """
-        state, payload, moment = self._verified(token, subject, tool, now, type)
-        if self._guard is not None:
-            await aclaim(self._guard, payload.id, payload.exp + self._leeway, moment)
-        return state  # type: ignore[no-any-return]
+        """``verify`` for asyncio servers: the checks run inline, then an async guard's claim is awaited."""
+        try:
+            now = now_from(now, self._clock)
+            payload, wire = open_token(
+                token, self._wires, self._keys, subject, tool, now, self._leeway, self._max_bytes
+            )
+            state = payload.s if type is None else read_state(payload.s, type)
+            if self._guard is not None:
+                await aclaim(self._guard, payload.id, payload.exp + self._leeway, now)
+        except InvalidToken as refused:
+            if self._counts is not None:
+                self._counts.refused(refused.reason)
+            raise
+        if self._counts is not None:
+            self._counts.accepted(wire.prefix, self._guard is not None)
+        return state  # type: ignore[return-value]
 
     async def adecode(
         self,
@@ -247,14 +244,12 @@ def _cached_codec(keys: Keys, mode: Modes, options: tuple[tuple[str, type, objec
 
 
 def _codec(keys: Keys, mode: Modes, options: CodecOptions) -> Codec:
-    # Each value's type is part of the key: True == 1 and hashes alike, and must
-    # not pass as a validated ttl of 1.
-    key = (keys, mode, tuple((name, type(value), value) for name, value in sorted(options.items())))
+    # Each value's type is in the key: True == 1 and hashes alike, yet is no valid ttl of 1.
+    key = tuple((name, type(value), value) for name, value in sorted(options.items()))
     try:
-        hash(key)
-    except TypeError:  # an unhashable guard or clock: a codec built for this call
+        return _cached_codec(keys, mode, key)
+    except TypeError:  # an unhashable guard or clock: a codec for this call (or the option's own error)
         return Codec(keys, mode=mode, **options)
-    return _cached_codec(*key)
 
 
 def encode(

@@ -71,8 +71,8 @@ def open_token(
     now: int,
     leeway: int,
     max_bytes: int,
-) -> Payload:
-    """The payload of ``token``, if it is a token of one of ``wires`` bound to the identity, valid at ``now``.
+) -> tuple[Payload, WireMode]:
+    """The payload of ``token`` and its mode: one of ``wires``, bound to the identity, valid at ``now``.
 
     The checks, in order; authentication comes before any claim is read:
     type and size, prefix, the identity's validity (before any decoding),
@@ -101,4 +101,4 @@ def open_token(
         bound_here = False
     if not bound_here:
         raise InvalidToken(Reason.WRONG_BINDING)
-    return payload
+    return payload, wire

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Final, Literal, Protocol, TypeAlias
 
 from ._bind import BoundKey
@@ -18,6 +19,7 @@ __all__ = [
     "Modes",
     "WireMode",
     "mode_of",
+    "modes_from_env",
     "wire_for",
     "wire_modes",
 ]
@@ -65,8 +67,9 @@ _VERSION_MAX_CHARS: Final = max(map(len, _VERSIONS)) + 1
 
 
 def mode_of(token: str) -> Mode | None:
-    """The mode a token's prefix names, or ``None``: a label to show, never a check."""
-    return next((mode for prefix, mode in MODE_BY_PREFIX.items() if token.startswith(prefix)), None)
+    """The mode a token's prefix names, or ``None``: a label to show or count, never a check."""
+    # The prefixes are prefix-free and each ends at its first dot.
+    return MODE_BY_PREFIX.get(token[: token.find(".") + 1])
 
 
 def _wire_mode(mode: object) -> tuple[Mode, WireMode]:
@@ -102,3 +105,20 @@ def wire_for(token: str, wires: tuple[WireMode, ...]) -> WireMode:
     # the format. Only the first few characters are read, however long the token.
     version, dot, _ = token[:_VERSION_MAX_CHARS].partition(".")
     raise InvalidToken(Reason.WRONG_MODE if dot and version in _VERSIONS else Reason.MALFORMED)
+
+
+def modes_from_env(environ: Mapping[str, str], default: Modes, name: str = "REQUESTSTATE_MODE") -> Modes:
+    """``REQUESTSTATE_MODE``: a mode, or a comma list while migrating (the first mints); else ``default``."""
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    names = tuple(part.strip() for part in text.split(","))
+    try:
+        wire_modes(names)
+    except ValueError:
+        choices = ", ".join(mode.value for mode in Mode)
+        raise ValueError(
+            f"{name} must name modes among {choices}, comma-separated while migrating (the first mints), "
+            f"got {text[:60]!r}: set it as {name}=encrypted, or {name}=encrypted,signed"
+        ) from None
+    return names  # type: ignore[return-value]  # each checked above

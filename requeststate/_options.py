@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, NamedTuple, TypedDict
 
 if TYPE_CHECKING:
     from ._guard import AsyncGuard, Guard
+    from ._metrics import Meter
 
 __all__ = [
     "DEFAULT_MAX_TOKEN_BYTES",
@@ -19,6 +21,8 @@ __all__ = [
     "check_int",
     "check_options",
     "guard_is_async",
+    "now_from",
+    "ttl_from_env",
 ]
 
 INT64_MIN: Final = -(2**63)
@@ -56,6 +60,10 @@ class CodecOptions(TypedDict, total=False):
     ``AsyncGuard``): every token is accepted once, claimed after every other check."""
     clock: Callable[[], float] | None
     """Unix seconds, read on each call without ``now=``; ``time.time`` when ``None``."""
+    metrics: Meter | None
+    """The OpenTelemetry meter tokens are counted on (docs/metrics.md): by default the
+    meter ``requeststate`` of the global provider, when ``opentelemetry-api`` is
+    installed; ``None`` counts nothing."""
 
 
 _OPTION_NAMES: Final = frozenset(CodecOptions.__optional_keys__)
@@ -69,6 +77,7 @@ class Settings(NamedTuple):
     max_token_bytes: int
     guard: Guard | AsyncGuard | None
     clock: Callable[[], float] | None
+    metrics: Meter | None
 
 
 def check_options(options: CodecOptions) -> Settings:
@@ -83,10 +92,15 @@ def check_options(options: CodecOptions) -> Settings:
         raise TypeError(
             f"unexpected option(s) {', '.join(unknown)}; the options are {', '.join(sorted(_OPTION_NAMES))}"
         )
+    from ._metrics import default_meter  # here: _metrics imports the modes, which import us
+
     guard, clock = options.get("guard"), options.get("clock")
     _check_guard(guard)
     if clock is not None and not callable(clock):
         raise TypeError(f"clock must be a callable returning unix seconds, not {type(clock).__name__}")
+    metrics = options["metrics"] if "metrics" in options else default_meter()
+    if metrics is not None and not callable(getattr(metrics, "create_counter", None)):
+        raise TypeError(f"metrics must be an OpenTelemetry Meter or None, not {type(metrics).__name__}")
     return Settings(
         ttl=check_int("ttl", options.get("ttl", DEFAULT_TTL), 1, MAX_TTL),
         leeway=check_int("leeway", options.get("leeway", 0), 0),
@@ -95,6 +109,7 @@ def check_options(options: CodecOptions) -> Settings:
         ),
         guard=guard,
         clock=clock,
+        metrics=metrics,
     )
 
 
@@ -131,3 +146,24 @@ def guard_is_async(guard: object) -> bool:
     # A bound method forwards __code__ to its function.
     code = getattr(getattr(guard, "claim", None), "__code__", None)
     return code is not None and bool(code.co_flags & _CO_COROUTINE)
+
+
+def now_from(now: object, clock: Callable[[], float] | None) -> int:
+    """The time a call runs at: ``now`` if given (an int), else the clock's reading, in whole seconds."""
+    if now is None:
+        # time.time is looked up per call, so a test's patched clock (freezegun) is seen.
+        return int(time.time() if clock is None else clock())
+    return check_int("now", now, INT64_MIN)
+
+
+def ttl_from_env(environ: Mapping[str, str], default: int, name: str = "REQUESTSTATE_TTL") -> int:
+    """``REQUESTSTATE_TTL``, whole seconds from 1 to ``MAX_TTL``; ``default`` when it is unset or empty."""
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    if not (text.isascii() and text.isdecimal() and 1 <= int(text) <= MAX_TTL):
+        raise ValueError(
+            f"{name} must be whole seconds from 1 to {MAX_TTL} (a day), got {text[:20]!r}: "
+            f"set it as {name}=300, for five minutes"
+        )
+    return int(text)

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import re
+import typing
 from functools import lru_cache
 from itertools import accumulate, repeat
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import msgspec
 
 from ._errors import InvalidToken, Reason
 from ._options import INT64_MAX, INT64_MIN
 
-__all__ = ["MAX_JSON_DEPTH", "Payload", "build_payload", "parse_payload", "read_state"]
+__all__ = ["MAX_JSON_DEPTH", "Payload", "T", "build_payload", "parse_payload", "read_state"]
+
+if TYPE_CHECKING:  # a TypeVar default (PEP 696): typing's own TypeVar takes one from Python 3.13
+    from typing_extensions import TypeVar
+
+    T = TypeVar("T", default=str)  # a state's type: its text, a str, unless type= names another
+else:
+    T = typing.TypeVar("T")
 
 MAX_JSON_DEPTH: Final = 128
 """The deepest nesting of arrays and objects read in a payload or a typed state.

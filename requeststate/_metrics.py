@@ -1,0 +1,106 @@
+"""Counters of the tokens a codec mints, accepts and refuses, on OpenTelemetry when it is installed.
+
+With ``opentelemetry-api`` installed (``pip install 'requeststate[otel]'``),
+every ``Codec`` counts on the meter ``requeststate`` of the global
+``MeterProvider``: the API forwards to whatever provider the application sets,
+before or after it imports requeststate, and until one is set a count is one
+no-op call. Without the package, nothing is imported and nothing is counted.
+Names and attributes: docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from functools import cache
+from typing import Final, Protocol, final
+
+from ._errors import Reason
+from ._modes import MODE_BY_PREFIX, Mode
+
+__all__ = ["Counts", "Meter", "default_meter"]
+
+_GUARD_REASONS: Final = frozenset({Reason.REPLAYED, Reason.GUARD_UNAVAILABLE})
+
+
+class Counter(Protocol):
+    """The part of an OpenTelemetry ``Counter`` that is used."""
+
+    def add(self, amount: int, attributes: Mapping[str, str], /) -> None: ...
+
+
+class Meter(Protocol):
+    """The part of an OpenTelemetry ``Meter`` that is used, such as ``provider.get_meter("requeststate")``."""
+
+    def create_counter(self, name: str, unit: str = ..., description: str = ...) -> Counter: ...
+    def __hash__(self) -> int: ...
+
+
+@cache
+def default_meter() -> Meter | None:
+    """The meter ``requeststate`` of OpenTelemetry's global provider; ``None`` without its API."""
+    # find_spec of a top-level name looks without importing: no opentelemetry, no cost.
+    if importlib.util.find_spec("opentelemetry") is None:
+        return None
+    try:
+        from opentelemetry import metrics
+    except ImportError:  # another opentelemetry distribution, without the API
+        return None
+    from . import __version__
+
+    return metrics.get_meter("requeststate", __version__)
+
+
+@cache
+def _counters(meter: Meter) -> tuple[Counter, ...]:
+    # Once per meter, however many codecs count on it: a meter keeps every instrument made on it.
+    def counter(name: str, description: str) -> Counter:
+        return meter.create_counter(f"requeststate.{name}", unit="{token}", description=description)
+
+    return (
+        counter("tokens.minted", "requestState tokens minted"),
+        counter("tokens.accepted", "requestState tokens accepted"),
+        counter("tokens.refused", "requestState tokens refused"),
+        counter("guard.claims", "token ids a replay guard claimed for the first time"),
+        counter("guard.refusals", "tokens a replay guard refused"),
+    )
+
+
+@final
+class Counts:
+    """One codec's counts on ``meter``: every attribute set is built here, so a count is one ``add``.
+
+    ``modes``: the codec's, the first minting. ``attributes``: added to every
+    count, each taking few values (``requeststate.mcp`` adds ``method``).
+    """
+
+    def __init__(self, meter: Meter, modes: tuple[Mode, ...], /, **attributes: str) -> None:
+        self._minted, self._accepted, self._refused, self._claims, self._guard_refusals = _counters(meter)
+        # A token is minted in the first mode and accepted in its own; a refusal,
+        # whatever the client sent, is the codec's: its modes, so no client
+        # chooses an attribute's value.
+        self._minting: Final = {"mode": modes[0].value, **attributes}
+        self._by_prefix: Final = {
+            prefix: {"mode": mode.value, **attributes} for prefix, mode in MODE_BY_PREFIX.items()
+        }
+        configured = ",".join(mode.value for mode in modes)
+        self._by_reason: Final = {
+            reason: {"mode": configured, "reason": reason.value, **attributes} for reason in Reason
+        }
+
+    def minted(self) -> None:
+        """Count a token minted."""
+        self._minted.add(1, self._minting)
+
+    def accepted(self, prefix: str, claimed: bool) -> None:
+        """Count a token of the mode of ``prefix`` accepted; ``claimed``: a replay guard claimed its id."""
+        self._accepted.add(1, self._by_prefix[prefix])
+        if claimed:
+            self._claims.add(1, self._by_prefix[prefix])
+
+    def refused(self, reason: Reason) -> None:
+        """Count a token refused for ``reason``."""
+        attributes = self._by_reason[reason]
+        self._refused.add(1, attributes)
+        if reason in _GUARD_REASONS:
+            self._guard_refusals.add(1, attributes)
