@@ -3,16 +3,19 @@
 Build a ``Codec`` once, with the options your deployment chooses; mint with
 ``encode`` when a handler answers input-required, and read the echo with
 ``decode`` (``None`` on any refusal) or ``verify`` (raises ``InvalidToken``
-with a log-only reason)::
+with a log-only reason):
 
-    codec = Codec(KeyRing.from_env(), mode="encrypted", ttl=300)
-    token = codec.encode(state, subject=user, tool="book")
-    state = codec.decode(token, subject=user, tool="book")
+```python
+codec = Codec.from_env()          # REQUESTSTATE_KEYS, REQUESTSTATE_MODE, REQUESTSTATE_TTL
+token = codec.encode(state, subject=user, tool="book")
+state = codec.decode(token, subject=user, tool="book")
+```
 
 The module functions ``encode``/``decode``/``verify`` take the same options on
 every call, over a cached ``Codec``; ``Codec.averify``/``adecode`` serve asyncio.
 Pass ``guard=MemoryGuard()`` (one process) or ``requeststate.redis.RedisGuard``
-(several) to make tokens single-use. ``requeststate.mcp`` protects an MCP SDK server in one line.
+(several) to make tokens single-use. ``requeststate.mcp`` protects an MCP SDK
+server in one line.
 """
 
 from __future__ import annotations
