@@ -33,7 +33,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS[0])
 def lowest(session: nox.Session) -> None:
-    """The suite with every declared dependency at its lowest version: the package's, its extras' and the tests'."""
+    """The suite with every declared dependency (the package's, the extras', the tests') at its lowest."""
     # One resolution: the OpenTelemetry SDK the tests read counters with pins the API it goes with.
     session.install("--resolution", "lowest-direct", "-e", EXTRAS, "--group", "test")
     _pytest(session)
