@@ -10,9 +10,10 @@ import enum
 import functools
 import hashlib
 import heapq
+import binascii
 import hmac
+import importlib.util
 import itertools
-import operator
 import os
 import re
 import time

@@ -23,7 +23,7 @@ IMPORT_TARGET_MS = 50.0
 # Imported by no call of the core, or only by v1x. (nacl): importing them up front
 # is start-up time every process pays.
 # inspect is not listed: msgspec loads it (through typing_extensions) whoever imports msgspec.
-NOT_AT_IMPORT = ("asyncio", "nacl")
+NOT_AT_IMPORT = ("asyncio", "nacl", "opentelemetry")
 
 
 @dataclass(frozen=True)
