@@ -5,12 +5,12 @@ the difference is what requeststate itself adds to start-up.
 """
 
 # ruff: noqa: F401 (imported for the time it takes)
+import binascii
 import collections.abc
 import enum
 import functools
 import hashlib
 import heapq
-import binascii
 import hmac
 import importlib.util
 import itertools
