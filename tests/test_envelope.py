@@ -1,3 +1,5 @@
+"""requeststate._envelope: the strict core, sealing a state and opening a token, each check in its order."""
+
 from __future__ import annotations
 
 import json
@@ -5,192 +7,124 @@ import json
 import pytest
 
 import requeststate as rs
-from requeststate._envelope import (
-    INT64_MAX,
-    INT64_MIN,
-    MAX_JSON_DEPTH,
-    Payload,
-    _has_duplicate_member,
-    build_payload,
-    read_payload,
-    too_deep,
-)
+from requeststate._encrypted import ENCRYPTED, XCHACHA
+from requeststate._envelope import TOKEN_ID_BYTES, open_token, seal_token
+from requeststate._modes import WireMode
+from requeststate._options import INT64_MAX
+from requeststate._payload import Payload
+from requeststate._signed import SIGNED
+from tests.conftest import SECRET
 
-TAG = "0" * 63 + "1"
-
-
-def payload_bytes(**members: object) -> bytes:
-    return json.dumps(members, separators=(",", ":")).encode()
+KEYS = rs.KeyRing(SECRET)
+WIRES: tuple[WireMode, ...] = (SIGNED, ENCRYPTED, XCHACHA)
+MAX = 64 * 1024
+EXP = 2_000_000_000
 
 
-def parse_payload(raw: bytes) -> object:
-    # The parse alone: bound to TAG, and read at the earliest time there is.
-    return read_payload(raw, TAG, INT64_MIN, 0)
+def random_for(wire: WireMode) -> bytes:
+    return bytes(range(wire.nonce_bytes + TOKEN_ID_BYTES))
 
 
-def check_claims(claims: Payload, bind_tag: str, now: int, leeway: int) -> object:
-    # The claims alone, on the exact bytes a writer sends for them.
-    read = read_payload(build_payload(claims.s, claims.exp, claims.b), bind_tag, now, leeway)
-    return None if read == claims else read
+def seal(
+    state: object = "state", wire: WireMode = ENCRYPTED, *, exp: int = EXP, tool: str | None = "t"
+) -> str:
+    return seal_token(state, wire, KEYS, "alice", tool, exp, random_for(wire), MAX)
 
 
-def test_build_writes_compact_json_in_spec_order() -> None:
-    assert build_payload("x", 5, TAG) == b'{"s":"x","exp":5,"b":"' + TAG.encode() + b'"}'
+def opened(
+    token: object, *, subject: object = "alice", tool: object = "t", now: int = EXP, leeway: int = 0
+) -> Payload | rs.Reason:
+    try:
+        payload, _ = open_token(token, WIRES, KEYS, subject, tool, now, leeway, MAX)
+    except rs.InvalidToken as refused:
+        return refused.reason
+    return payload
 
 
-def test_build_writes_non_ascii_as_utf8() -> None:
-    assert "é".encode() in build_payload("é", 5, TAG)
+def signed_over(raw: bytes) -> str:
+    # An authentic v1. token whose payload is exactly these bytes: what only a key holder can make.
+    return SIGNED.seal(raw, KEYS.bound("alice", "t")[0], b"")
 
 
-def test_build_refuses_a_lone_surrogate_in_the_state() -> None:
-    with pytest.raises(ValueError, match="surrogate"):
-        build_payload("\ud800", 5, TAG)
+@pytest.mark.parametrize("wire", WIRES, ids=lambda wire: wire.prefix)
+def test_the_same_random_bytes_make_the_same_token(wire: WireMode) -> None:
+    assert seal(wire=wire) == seal(wire=wire)
+    assert seal(wire=wire).startswith(wire.prefix)
 
 
-def test_parse_reads_what_build_writes() -> None:
-    assert parse_payload(build_payload("state", 7, TAG)) == Payload("state", 7, TAG)
+@pytest.mark.parametrize("wire", WIRES, ids=lambda wire: wire.prefix)
+def test_the_token_id_is_the_random_bytes_after_the_nonce(wire: WireMode) -> None:
+    payload, opened_by = open_token(seal(wire=wire), WIRES, KEYS, "alice", "t", EXP, 0, MAX)
+    assert payload.id == bytes(range(wire.nonce_bytes, wire.nonce_bytes + TOKEN_ID_BYTES)).hex()
+    assert opened_by is wire
 
 
-def test_parse_accepts_members_in_any_order_and_extra_members() -> None:
-    raw = b'{"b":"' + TAG.encode() + b'","x":[1,{"y":null}],"exp":7, "s":"state"}'
-    assert parse_payload(raw) == Payload("state", 7, TAG)
+def state_of(token: str, **options: object) -> str:
+    payload = opened(token, **options)  # type: ignore[arg-type]
+    assert isinstance(payload, Payload), payload
+    return payload.s
 
 
-@pytest.mark.parametrize("exp", [INT64_MIN, INT64_MAX])
-def test_parse_accepts_the_int64_bounds(exp: int) -> None:
-    assert parse_payload(payload_bytes(s="", exp=exp, b=TAG)) == Payload("", exp, TAG)
+def test_a_state_that_is_no_str_travels_as_its_json_text() -> None:
+    assert state_of(seal({"step": 1})) == '{"step":1}'
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        b'{"s":"a","s":"b","exp":1,"b":"' + TAG.encode() + b'"}',
-        b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":{"y":1,"y":2}}',
-        b'{"s":"a","\\u0065xp":1,"exp":1,"b":"' + TAG.encode() + b'"}',
-    ],
-    ids=["top level", "nested in an extra member", "spelled with an escape"],
-)
-def test_parse_refuses_duplicate_member_names(raw: bytes) -> None:
-    assert parse_payload(raw) is rs.Reason.MALFORMED
+def test_an_expiry_past_int64_is_refused_at_mint() -> None:
+    with pytest.raises(ValueError, match=r"^now \+ ttl must fit in a signed 64-bit integer$"):
+        seal(exp=INT64_MAX + 1)
 
 
-def test_parse_refuses_nesting_too_deep_to_follow() -> None:
-    deep = b"[" * 5000 + b"]" * 5000
-    raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":' + deep + b"}"
-    assert parse_payload(raw) is rs.Reason.MALFORMED
+def test_a_token_longer_than_the_cap_is_refused_at_mint() -> None:
+    with pytest.raises(ValueError, match=r"^the token would be \d+ bytes, over max_token_bytes=100$"):
+        seal_token("x" * 100, SIGNED, KEYS, "alice", "t", EXP, random_for(SIGNED), 100)
 
 
-def _with_member_nested(depth: int) -> bytes:
-    # The payload object is one level; its extra member adds depth - 1 more.
-    inner = b"[" * (depth - 1) + b"]" * (depth - 1)
-    return b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":' + inner + b"}"
+def test_valid_through_the_second_of_its_expiry_and_refused_the_second_after() -> None:
+    token = seal()
+    assert state_of(token, now=EXP) == "state"
+    assert opened(token, now=EXP + 1) is rs.Reason.EXPIRED
 
 
-def test_parse_accepts_a_payload_nested_to_the_depth_limit() -> None:
-    assert isinstance(parse_payload(_with_member_nested(MAX_JSON_DEPTH)), Payload)
+def test_leeway_extends_the_expiry_by_its_seconds() -> None:
+    token = seal()
+    assert state_of(token, now=EXP + 5, leeway=5) == "state"
+    assert opened(token, now=EXP + 6, leeway=5) is rs.Reason.EXPIRED
 
 
-def test_parse_refuses_a_payload_nested_one_past_the_depth_limit() -> None:
-    # Explicit, so every Python agrees: 3.13 follows nesting that 3.11 cannot.
-    assert parse_payload(_with_member_nested(MAX_JSON_DEPTH + 1)) is rs.Reason.MALFORMED
+def test_another_identity_is_refused_in_the_signed_mode_by_its_bind_tag() -> None:
+    assert opened(seal(wire=SIGNED), subject="mallory") is rs.Reason.WRONG_BINDING
 
 
-@pytest.mark.parametrize(
-    ("text", "deep"),
-    [
-        ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, False),
-        ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), True),
-        ('{"a":' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1), True),
-        ('["' + "[" * 500 + '"]', False),
-        ('["\\"' + ",[]" * 500 + ',""[[[["]', False),
-        ("[]" * 500, False),
-        ("[" * 200 + "é" + "]" * 200, True),
-    ],
-    ids=["at-limit", "past-limit", "objects", "brackets-in-a-string", "escaped-quotes", "wide", "non-ascii"],
-)
-def test_too_deep_counts_nesting_outside_strings(text: str, deep: bool) -> None:
-    assert too_deep(text) is deep
+@pytest.mark.parametrize("wire", [ENCRYPTED, XCHACHA], ids=lambda wire: wire.prefix)
+def test_another_identity_fails_the_aead_tag_in_the_encrypted_modes(wire: WireMode) -> None:
+    assert opened(seal(wire=wire), subject="mallory") is rs.Reason.BAD_SIGNATURE
 
 
-@pytest.mark.parametrize("document", [b"{", b"\xff"])
-def test_duplicate_scan_fails_closed_where_it_cannot_parse(document: bytes) -> None:
-    assert _has_duplicate_member(document)
+def test_expiry_is_checked_before_the_binding() -> None:
+    assert opened(seal(wire=SIGNED), subject="mallory", now=EXP + 1) is rs.Reason.EXPIRED
 
 
-def test_duplicate_scan_passes_distinct_names() -> None:
-    assert not _has_duplicate_member(b'{"a":{"a":1},"b":[{"a":1},{"a":2}]}')
+@pytest.mark.parametrize("b", ["G" * 64, "0" * 64, "é" * 64], ids=["not hex", "another tag", "not ascii"])
+def test_an_authentic_payload_whose_bind_tag_is_not_the_expected_one_is_wrong_binding(b: str) -> None:
+    raw = json.dumps({"s": "x", "exp": EXP, "b": b}, separators=(",", ":")).encode()
+    assert opened(signed_over(raw)) is rs.Reason.WRONG_BINDING
 
 
 @pytest.mark.parametrize(
-    "raw",
+    ("token", "subject", "reason"),
     [
-        b"",
-        b"null",
-        b"[]",
-        b'{"s":"\xc3","exp":1,"b":"' + TAG.encode() + b'"}',
-        b'{"s":"\xed\xa0\x80","exp":1,"b":"' + TAG.encode() + b'"}',
-        b'\xef\xbb\xbf{"s":"x","exp":1,"b":"' + TAG.encode() + b'"}',
-        b'{"s":"x","exp":NaN,"b":"' + TAG.encode() + b'"}',
-        b'{"s":"x","exp":01,"b":"' + TAG.encode() + b'"}',
+        (b"v1.x", "alice", rs.Reason.MALFORMED),
+        ("v1e." + "A" * MAX, "alice", rs.Reason.TOO_LARGE),
+        ("v9.AAAA", "\0", rs.Reason.MALFORMED),
+        ("v1e.!!!!", "\0", rs.Reason.WRONG_BINDING),
+        ("v1e.!!!!", "alice", rs.Reason.MALFORMED),
     ],
-    ids=["empty", "null", "array", "truncated UTF-8", "encoded surrogate", "BOM", "NaN", "leading zero"],
+    ids=["not a str", "too large", "prefix before identity", "identity before framing", "framing"],
 )
-def test_parse_refuses_what_is_not_a_strict_utf8_json_object(raw: bytes) -> None:
-    assert parse_payload(raw) is rs.Reason.MALFORMED
+def test_the_checks_run_in_their_documented_order(token: object, subject: str, reason: rs.Reason) -> None:
+    assert opened(token, subject=subject) is reason
 
 
-def test_claims_valid_through_the_second_of_exp() -> None:
-    assert check_claims(Payload("x", 100, TAG), TAG, now=100, leeway=0) is None
-
-
-def test_claims_expired_the_second_after_exp() -> None:
-    assert check_claims(Payload("x", 100, TAG), TAG, now=101, leeway=0) is rs.Reason.EXPIRED
-
-
-def test_claims_leeway_extends_expiry() -> None:
-    assert check_claims(Payload("x", 100, TAG), TAG, now=105, leeway=5) is None
-    assert check_claims(Payload("x", 100, TAG), TAG, now=106, leeway=5) is rs.Reason.EXPIRED
-
-
-def test_claims_refuse_another_bind_tag() -> None:
-    assert check_claims(Payload("x", 100, TAG), "f" * 64, now=0, leeway=0) is rs.Reason.WRONG_BINDING
-
-
-def test_claims_check_expiry_before_binding() -> None:
-    assert check_claims(Payload("x", 100, TAG), "f" * 64, now=101, leeway=0) is rs.Reason.EXPIRED
-
-
-def test_claims_refuse_a_non_hex_b_as_malformed() -> None:
-    assert check_claims(Payload("x", 100, "G" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
-
-
-def test_claims_refuse_a_non_ascii_b_without_raising_anything_else() -> None:
-    assert check_claims(Payload("x", 100, "é" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
-
-
-# --- the hex alphabet of b, and the messages of build errors ---------------------------------
-
-
-def test_claims_refuse_a_b_of_x_as_malformed() -> None:
-    assert check_claims(Payload("x", 100, "X" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
-
-
-def test_build_surrogate_error_states_the_rule() -> None:
-    with pytest.raises(ValueError, match=r"^state must be valid Unicode \(no lone surrogates\)$"):
-        build_payload("\ud800", 1, TAG)
-
-
-def test_parse_refuses_bytes_that_are_not_utf8_in_an_unknown_member() -> None:
-    # msgspec skips an unknown member without reading it as UTF-8; found by the fuzz corpus.
-    raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":"\xdb"}'
-    assert parse_payload(raw) is rs.Reason.MALFORMED
-
-
-def test_too_deep_does_not_count_characters_outside_the_brackets() -> None:
-    # Non-ASCII characters outside a string are not JSON; they must not add depth.
-    text = "[" * MAX_JSON_DEPTH + "é" * 5 + "]" * MAX_JSON_DEPTH
-    assert too_deep(text) is False
-
-
-def test_duplicate_scan_answers_false_for_distinct_names() -> None:
-    assert _has_duplicate_member(b'{"a":1,"b":2}') is False
+def test_a_token_of_a_mode_not_accepted_is_refused_by_its_prefix() -> None:
+    with pytest.raises(rs.InvalidToken, match=r"^wrong_mode$"):
+        open_token(seal(wire=XCHACHA), (SIGNED, ENCRYPTED), KEYS, "alice", "t", EXP, 0, MAX)

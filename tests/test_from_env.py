@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 
 import pytest
 
@@ -10,8 +11,8 @@ import requeststate as rs
 from tests.conftest import OTHER_SECRET, SECRET
 from tests.support.reference import b64
 
-# A secret whose standard base64 has both "+" and "/" (and so differs from its base64url).
-STANDARD_SECRET = bytes([0xFB, 0xEF, 0xFF] * 11)
+# A secret whose standard base64 opens with "++//" (and so differs from its base64url).
+STANDARD_SECRET = bytes([0xFB, 0xEF, 0xFF]) + hashlib.sha256(b"standard base64").digest()[:31]
 NAME = "MY_KEYS"
 
 

@@ -108,7 +108,7 @@ def test_capacity_defaults_to_one_hundred_thousand() -> None:
 
 @pytest.mark.parametrize("capacity", [0, -1])
 def test_capacity_must_be_positive(capacity: int) -> None:
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match=r"^capacity must be an int from 1 to 2\*\*63-1, got -?[01]$"):
         MemoryGuard(capacity)
 
 

@@ -4,7 +4,7 @@ import pytest
 
 import requeststate as rs
 from requeststate._encrypted import ENCRYPTED, XCHACHA
-from requeststate._modes import MODE_BY_PREFIX, mode_of, unexpected_prefix, wire_modes
+from requeststate._modes import MODE_BY_PREFIX, mode_of, modes_from_env, wire_for, wire_modes
 from requeststate._signed import SIGNED
 
 
@@ -50,4 +50,28 @@ def test_wire_modes_keeps_the_order_and_drops_repeats() -> None:
 def test_an_unexpected_prefix_is_wrong_mode_only_when_it_is_one_of_ours(
     token: str, reason: rs.Reason
 ) -> None:
-    assert unexpected_prefix(token) is reason
+    with pytest.raises(rs.InvalidToken) as refused:
+        wire_for(token, (ENCRYPTED,))
+    assert refused.value.reason is reason
+
+
+def test_a_token_is_routed_to_the_mode_its_prefix_names_among_those_accepted() -> None:
+    assert wire_for("v1x.AAAA", (ENCRYPTED, XCHACHA)) is XCHACHA
+    assert wire_for("v1.AAAA.BBBB", (SIGNED,)) is SIGNED
+
+
+def test_the_environment_names_one_mode_or_a_migration() -> None:
+    assert modes_from_env({}, "signed") == "signed"
+    assert modes_from_env({"REQUESTSTATE_MODE": " "}, "signed") == "signed"
+    assert modes_from_env({"REQUESTSTATE_MODE": "xchacha"}, "signed") == ("xchacha",)
+    assert modes_from_env({"REQUESTSTATE_MODE": "encrypted, signed"}, "xchacha") == ("encrypted", "signed")
+
+
+@pytest.mark.parametrize("value", ["encryptd", "encrypted,", ",signed"])
+def test_a_mode_the_environment_misspells_names_the_variable_and_the_fix(value: str) -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^REQUESTSTATE_MODE must name modes among signed, encrypted, xchacha, .* "
+        r"set it as REQUESTSTATE_MODE=encrypted, or REQUESTSTATE_MODE=encrypted,signed$",
+    ):
+        modes_from_env({"REQUESTSTATE_MODE": value}, "signed")
