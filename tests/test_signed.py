@@ -1,3 +1,5 @@
+"""requeststate._signed: the v1. format against the independent reference, and each part tampered with."""
+
 from __future__ import annotations
 
 import contextlib
@@ -7,7 +9,6 @@ import json
 import pytest
 
 import requeststate as rs
-from benchmarks.timing import measure_interleaved
 from requeststate._base64 import b64decode, b64encode, b64encode_joined
 from requeststate._signed import SIGNED
 from tests.conftest import NOW, OTHER_SECRET, SECRET
@@ -16,28 +17,21 @@ from tests.support import reference as ref
 PAYLOAD = b'{"s":"x","exp":1,"b":"' + b"0" * 64 + b'"}'
 
 
-def test_seal_is_prefix_payload_and_mac(ring: rs.KeyRing) -> None:
-    token = SIGNED.seal(PAYLOAD, ring._subkeys[0], b"", b"")
-    assert token == ref.signed_token(SECRET, PAYLOAD)
+def test_seal_is_prefix_payload_and_mac_as_the_reference_writes_them(ring: rs.KeyRing) -> None:
+    assert SIGNED.seal(PAYLOAD, ring.bound("", None)[0], b"") == ref.signed_token(SECRET, PAYLOAD)
 
 
-def test_seal_is_deterministic(ring: rs.KeyRing) -> None:
-    assert SIGNED.seal(PAYLOAD, ring._subkeys[0], b"", b"") == SIGNED.seal(
-        PAYLOAD, ring._subkeys[0], b"", b""
-    )
-
-
-def test_open_returns_payload_and_the_signing_keys_tag() -> None:
+def test_open_returns_the_payload_and_the_tag_of_the_key_that_signed_it() -> None:
     ring = rs.KeyRing(OTHER_SECRET, SECRET)
-    token = ref.signed_token(SECRET, PAYLOAD)
-    bound_keys = tuple(
-        (key, tag, b"") for key, tag in zip(ring._subkeys, ("tag-new", "tag-old"), strict=True)
-    )
-    assert SIGNED.open(token, bound_keys) == (PAYLOAD, "tag-old")
+    new, old = ring.bound("alice", None)
+    assert SIGNED.open(ref.signed_token(SECRET, PAYLOAD), (new, old)) == (PAYLOAD, old.bind_tag)
+    assert new.bind_tag != old.bind_tag
 
 
-def open_reason(token: str, ring: rs.KeyRing) -> object:
-    return SIGNED.open(token, ring._bound_keys("", None))
+def open_reason(token: str, ring: rs.KeyRing) -> rs.Reason:
+    with pytest.raises(rs.InvalidToken) as refused:
+        SIGNED.open(token, ring.bound("", None))
+    return refused.value.reason
 
 
 def test_payload_tampered_is_a_bad_signature(ring: rs.KeyRing) -> None:
@@ -61,19 +55,6 @@ def test_mac_stripped_is_malformed(ring: rs.KeyRing) -> None:
 def test_mac_under_a_removed_key_is_a_bad_signature() -> None:
     token = ref.signed_token(OTHER_SECRET, PAYLOAD)
     assert open_reason(token, rs.KeyRing(SECRET)) is rs.Reason.BAD_SIGNATURE
-
-
-def test_mac_comparison_is_constant_time(ring: rs.KeyRing, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[bytes, bytes]] = []
-    real = hmac.compare_digest
-
-    def spy(a: bytes, b: bytes) -> bool:
-        calls.append((a, b))
-        return real(a, b)
-
-    monkeypatch.setattr(hmac, "compare_digest", spy)
-    SIGNED.open(ref.signed_token(SECRET, PAYLOAD), ((ring._subkeys[0], "t", b""),))
-    assert len(calls) == 1
 
 
 def _payload_text(state: str, exp: int, bind_tag: str) -> str:
@@ -115,20 +96,8 @@ def test_the_mac_of_a_payload_is_the_bind_tag_of_that_text(ring: rs.KeyRing) -> 
     ],
     ids=["dots", "short-mac", "four-parts", "not-base64"],
 )
-def test_refusing_a_hostile_token_costs_no_more_than_a_valid_one_of_its_length(
-    ring: rs.KeyRing, shape: str
-) -> None:
-    # "v1." + 65,533 dots once cost six valid decodes: the whole token was split.
-    state = "x" * (rs.DEFAULT_MAX_TOKEN_BYTES * 3 // 4 - 400)
-    valid = rs.encode(state, ring, mode="signed", now=NOW)
-    assert len(valid) > rs.DEFAULT_MAX_TOKEN_BYTES - 1000
-    assert rs.decode(shape, ring, mode="signed", now=NOW) is None
-    stats = measure_interleaved(
-        {
-            "valid": lambda: rs.decode(valid, ring, mode="signed", now=NOW),
-            "hostile": lambda: rs.decode(shape, ring, mode="signed", now=NOW),
-        },
-        rounds=15,
-        sample_seconds=0.005,
-    )
-    assert stats["hostile"].best_us / stats["valid"].best_us <= 1.5
+def test_a_hostile_token_at_the_size_cap_is_malformed(ring: rs.KeyRing, shape: str) -> None:
+    # What each costs is the benchmark's to say (docs/performance.md): split at most
+    # four ways, 65,533 dots cost no more than a valid token of that length.
+    with pytest.raises(rs.InvalidToken, match=r"^malformed$"):
+        rs.verify(shape, ring, mode="signed", now=NOW)
