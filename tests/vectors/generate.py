@@ -177,13 +177,20 @@ def invalid_vectors() -> list[dict[str, Any]]:
         ("id a number", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":7}}'.encode()),
         ("id of 65 characters", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":"{"A" * 65}"}}'.encode()),
     ]
+    # A b of 64 characters that is not the expected bind tag is refused as wrong_binding,
+    # whatever its alphabet: any other reason comes from the strict parse.
+    wrong_binding = {"b upper-case hex", "b not hex"}
+
+    def reason(name: str) -> str:
+        return "wrong_binding" if name in wrong_binding else "malformed"
+
     for name, raw in bad_payloads:
-        add(f"signed, {name}", payload_rule, _signed_over(raw), "malformed")
+        add(f"signed, {name}", payload_rule, _signed_over(raw), reason(name))
     also_encrypted = {"payload not JSON", "duplicate s", "exp float", "s null", "b upper-case hex"}
     for name, raw in bad_payloads:
         if name in also_encrypted:
-            add(f"encrypted, {name}", payload_rule, _encrypted_over(raw), "malformed")
-            add(f"xchacha, {name}", payload_rule, _xchacha_over(raw), "malformed")
+            add(f"encrypted, {name}", payload_rule, _encrypted_over(raw), reason(name))
+            add(f"xchacha, {name}", payload_rule, _xchacha_over(raw), reason(name))
 
     key_rule = "Failure: bad MAC or GCM tag"
     add("signed under a key not in the ring", key_rule, ref.signed_token(OTHER_SECRET, good), "bad_signature")
