@@ -130,7 +130,7 @@ def test_ring_is_immutable(ring: rs.KeyRing) -> None:
     with pytest.raises(AttributeError, match=r"^KeyRing is immutable$"):
         ring.fingerprint = "0" * 8  # type: ignore[misc]
     with pytest.raises(AttributeError, match=r"^KeyRing is immutable$"):
-        del ring.fingerprint  # type: ignore[misc]
+        del ring.fingerprint
 
 
 def test_ring_cannot_be_pickled_or_copied(ring: rs.KeyRing) -> None:

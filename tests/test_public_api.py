@@ -51,10 +51,10 @@ def test_the_mode_is_never_a_default_of_the_functions() -> None:
 
 def test_options_are_taken_by_keyword_only() -> None:
     with pytest.raises(TypeError, match=r"takes 2 positional arguments but 3 were given"):
-        rs.encode("state", SECRET, "signed")  # type: ignore[misc]
+        rs.encode("state", SECRET, "signed")  # type: ignore[call-arg]
     codec = rs.Codec(SECRET, mode="signed")
     with pytest.raises(TypeError, match=r"takes 2 positional arguments but 3 were given"):
-        codec.encode("state", "alice")  # type: ignore[misc]
+        codec.encode("state", "alice")  # type: ignore[call-arg]
 
 
 def test_an_option_misspelled_is_named_with_every_option() -> None:

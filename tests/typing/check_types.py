@@ -34,9 +34,11 @@ async def check_public_api(keys: rs.KeyRing, token: str, guard: rs.AsyncGuard) -
     assert_type(rs.decode(token, keys, mode=("signed", rs.Mode.ENCRYPTED)), str | None)
     assert_type(rs.decode(token, keys, mode="xchacha", type=Booking), Booking | None)
     assert_type(rs.verify(token, keys, mode="signed", type=list[int]), list[int])
-    assert_type(await rs.adecode(token, keys, mode="encrypted", guard=guard), str | None)
+    assert_type(await rs.Codec(keys, mode="encrypted", guard=guard).adecode(token), str | None)
+    assert_type(rs.Codec.from_env(mode="signed"), rs.Codec)
 
     rs.Codec(keys, mode="encrypt")  # type: ignore[arg-type]  # a typo in the mode
-    rs.decode(token, keys, mode="aes")  # type: ignore[call-overload]
-    codec.decode(token, subjct="alice")  # type: ignore[call-overload]  # a typo in an option
+    rs.decode(token, keys, mode="aes")  # type: ignore[arg-type]
+    codec.decode(token, subjct="alice")  # type: ignore[call-arg]  # a typo in an argument
+    rs.decode(token, keys, mode="signed", tll=300)  # type: ignore[call-arg]  # a typo in an option
     rs.Codec(keys, mode="signed", ttl="300")  # type: ignore[arg-type]
