@@ -550,8 +550,9 @@ def test_help_explains_the_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
 
 # --- the pieces alone ---------------------------------------------------------------------------------------
 
-SIGNED = rs.encode('{"step":1,"secret":"hold-123"}', bytes(32), mode="signed", tool="t")
-SEALED = rs.encode('{"step":1,"secret":"hold-123"}', bytes(32), mode="encrypted", tool="t")
+PIECES_KEY = hashlib.sha256(b"probe pieces").digest()
+SIGNED = rs.encode('{"step":1,"secret":"hold-123"}', PIECES_KEY, mode="signed", tool="t")
+SEALED = rs.encode('{"step":1,"secret":"hold-123"}', PIECES_KEY, mode="encrypted", tool="t")
 STATE = '{"restaurant":"probe","step":1,"price":20}'
 
 
