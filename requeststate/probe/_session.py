@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
+    PARSE_ERROR,
     REQUEST_TIMEOUT,
     CallToolResult,
     GetPromptResult,
@@ -26,7 +27,7 @@ from mcp_types import (
     Tool,
 )
 
-from ._encodings import edits
+from ._edits import edits
 from ._placeholders import answers, every_argument, expand, placeholder_arguments, prompt_arguments
 
 
@@ -41,7 +42,12 @@ class TransportFailure(Exception):
 Kind: TypeAlias = Literal["tool", "prompt", "resource"]
 Answer: TypeAlias = CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
 
-_TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
+# No refusal of the state: the connection failed, or (-32700) the server's answer could not be read.
+_TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, PARSE_ERROR})
+MAX_PAGES: Final = 8
+"""The most pages of one listing (tools, prompts, resources, templates) read: a cursor may never end."""
+MAX_LISTED: Final = 500
+"""The most items of one listing kept."""
 _COMPLETED: Final = {
     "tool": "the tool completed",
     "prompt": "the prompt was returned",
@@ -221,10 +227,12 @@ Candidate: TypeAlias = tuple[Kind, str, dict[str, Any], "dict[str, Any] | None"]
 
 
 def _changed(arguments: dict[str, Any], every: dict[str, Any]) -> dict[str, Any] | None:
-    """The arguments with one value changed; with none, every declared one; ``None`` if there are none."""
-    found = edits(arguments)
+    """The arguments with one value changed (a string, if any: the likeliest to stay valid); with
+    none, every declared one; ``None`` if there are none."""
+    found = edits(arguments, MAX_LISTED)
     if found:
-        changed: dict[str, Any] = found[0].value  # type: ignore[assignment]
+        edit = next((edit for edit in found if edit.kind == "string"), found[0])
+        changed: dict[str, Any] = edit.value  # type: ignore[assignment]
         return changed
     return every or None
 
@@ -261,11 +269,14 @@ async def candidates(client: Client, tools: list[Tool], arguments: dict[str, Any
 
 
 async def _listed(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+    """A listing across its pages, up to ``MAX_PAGES`` pages and ``MAX_LISTED`` items."""
     listed = await fetch()
-    items = list(getattr(listed, field))
-    while listed.next_cursor:
+    items = list(getattr(listed, field))[:MAX_LISTED]
+    pages = 1
+    while listed.next_cursor and pages < MAX_PAGES and len(items) < MAX_LISTED:
         listed = await fetch(cursor=listed.next_cursor)
-        items += getattr(listed, field)
+        pages += 1
+        items += getattr(listed, field)[: MAX_LISTED - len(items)]
     return items
 
 
