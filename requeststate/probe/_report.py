@@ -110,7 +110,7 @@ class Check:
 
     def text(self) -> str:
         """The detail as the table shows it: a FAIL's flaw first, then its evidence."""
-        return f"{self.flaw}: {self.detail}" if self.flaw else self.detail
+        return f"{self.flaw}. Evidence: {self.detail}" if self.flaw else self.detail
 
 
 @dataclass

@@ -44,6 +44,7 @@ Answer: TypeAlias = CallToolResult | GetPromptResult | ReadResourceResult | Inpu
 
 # No refusal of the state: the connection failed, or (-32700) the server's answer could not be read.
 _TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, PARSE_ERROR})
+_NOT_MCP: Final = "the server's answer is not a valid MCP result (the SDK refused its shape)"
 MAX_PAGES: Final = 8
 """The most pages of one listing (tools, prompts, resources, templates) read: a cursor may never end."""
 MAX_LISTED: Final = 500
@@ -141,9 +142,14 @@ class Session:
         result: object
         try:
             if kind == "tool":
-                result = await session.call_tool(
-                    name, sent, allow_input_required=True, request_state=state, input_responses=replies
-                )
+                try:
+                    result = await session.call_tool(
+                        name, sent, allow_input_required=True, request_state=state, input_responses=replies
+                    )
+                except RuntimeError:
+                    # The SDK's documented refusal of a completed result whose structured content
+                    # fails the tool's output schema: the tool completed all the same.
+                    result = CallToolResult(content=[])
             elif kind == "prompt":
                 result = await session.get_prompt(
                     name,
@@ -160,6 +166,8 @@ class Session:
             if error.code in _TRANSPORT_CODES:
                 raise TransportFailure(error_text(error)) from None
             raise
+        except ValueError:  # pydantic's ValidationError: the answer is no MCP result
+            raise TransportFailure(_NOT_MCP) from None
         if not isinstance(
             result, CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
         ):
@@ -270,13 +278,16 @@ async def candidates(client: Client, tools: list[Tool], arguments: dict[str, Any
 
 async def _listed(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
     """A listing across its pages, up to ``MAX_PAGES`` pages and ``MAX_LISTED`` items."""
-    listed = await fetch()
-    items = list(getattr(listed, field))[:MAX_LISTED]
-    pages = 1
-    while listed.next_cursor and pages < MAX_PAGES and len(items) < MAX_LISTED:
-        listed = await fetch(cursor=listed.next_cursor)
-        pages += 1
-        items += getattr(listed, field)[: MAX_LISTED - len(items)]
+    try:
+        listed = await fetch()
+        items = list(getattr(listed, field))[:MAX_LISTED]
+        pages = 1
+        while listed.next_cursor and pages < MAX_PAGES and len(items) < MAX_LISTED:
+            listed = await fetch(cursor=listed.next_cursor)
+            pages += 1
+            items += getattr(listed, field)[: MAX_LISTED - len(items)]
+    except ValueError:  # pydantic's ValidationError
+        raise TransportFailure(_NOT_MCP) from None
     return items
 
 

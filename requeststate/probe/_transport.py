@@ -53,8 +53,8 @@ def _message(line: bytes) -> SessionMessage:
         return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError:  # pydantic's ValidationError, for text that is not JSON-RPC or nests too deep
         raise ProtocolBreak(
-            "the server wrote a line that is not a JSON-RPC message to stdout (stdout carries the "
-            "protocol: is this an MCP server over stdio? a server logs to stderr)"
+            "the server wrote a line to stdout that is not a JSON-RPC message, or nests too deep "
+            "(stdout carries the protocol: is this an MCP server over stdio? a server logs to stderr)"
         ) from None
 
 
