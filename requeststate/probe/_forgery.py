@@ -51,7 +51,7 @@ FORGERIES: Final[tuple[tuple[str, str, Forgeries, str], ...]] = (
             lambda state: [r for r in readings(state) if r.hashed is None],
             lambda r: f"re-encoded as {r.wrapping}",
         ),
-        "nothing readable to forge (see 'state hidden from the client')",
+        "nothing readable to forge, but under an unkeyed hash (see the next row), if at all",
     ),
     (
         "rehashed",

@@ -292,12 +292,12 @@ def _tail(log: TextIO) -> str:
 def _sdk_quiet() -> Iterator[None]:
     """The SDK's logger silenced: the probe reports what went wrong itself, without a traceback."""
     logger = logging.getLogger("mcp")
-    saved = logger.disabled
-    logger.disabled = True
+    saved = logger.level
+    logger.setLevel(logging.CRITICAL + 1)  # its modules' loggers inherit the level (disabled does not)
     try:
         yield
     finally:
-        logger.disabled = saved
+        logger.setLevel(saved)
 
 
 def run(

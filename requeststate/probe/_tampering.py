@@ -148,7 +148,7 @@ async def respelled(plan: Plan) -> Verdict:
                 f"(see {', '.join(unprotected)})"
             )
         return "WARN", (
-            f"the token {what} was {outcome.detail}: the server decodes base64 leniently. Its "
+            f"the token {what} was {outcome.detail}. The server decodes base64 leniently: its "
             "integrity is not at stake (the same bytes), but a replay guard or cache keyed on the "
             "token's text takes this copy for a new token"
         )

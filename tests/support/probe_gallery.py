@@ -111,15 +111,16 @@ def _without_boundary(server: MCPServer[Any]) -> MCPServer[Any]:
 
 def broken(kind: str, *, user: str = "alice") -> MCPServer[Any]:
     """The wizard under one of the ``BROKEN`` schemes."""
-    return _under(kind, *BROKEN[kind], user=user)
+    return under(kind, *BROKEN[kind], user=user)
 
 
 def lenient() -> MCPServer[Any]:
     """The wizard under a sound scheme that reads base64 leniently (``SOUND_BUT_LENIENT``)."""
-    return _under("sound but lenient", *SOUND_BUT_LENIENT, user="alice")
+    return under("sound but lenient", *SOUND_BUT_LENIENT)
 
 
-def _under(name: str, seal: Seal, open_: Open, *, user: str) -> MCPServer[Any]:
+def under(name: str, seal: Seal, open_: Open, *, user: str = "alice") -> MCPServer[Any]:
+    """The wizard under the scheme ``seal``, ``open_``, signed in as ``user``."""
     server = _without_boundary(wizard_server(name))
     server.middleware.insert(0, SchemeBoundary(seal, open_, user))
     return server

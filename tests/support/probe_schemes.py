@@ -185,20 +185,21 @@ def _expiring_open(token: str, call: Call) -> str:
 
 # --- flaws a probe reading only the bytes missed (issue 22) -------------------------------------------
 
-GUESSABLE: Final = b"secret"
 
+def guessable(key: bytes) -> tuple[Seal, Open]:
+    """A correct HMAC-SHA256 over the whole state, under ``key``: sound, unless anyone can guess it."""
 
-def _guessable_seal(state: str, call: Call) -> str:
-    body = _b64u(state.encode())
-    return f"{body}.{_b64u(hmac.new(GUESSABLE, body.encode(), hashlib.sha256).digest())}"
+    def seal(state: str, call: Call) -> str:
+        body = _b64u(state.encode())
+        return f"{body}.{_b64u(hmac.new(key, body.encode(), hashlib.sha256).digest())}"
 
+    def open_(token: str, call: Call) -> str:
+        body, _, mac = token.partition(".")
+        if not hmac.compare_digest(_unb64u(mac), hmac.new(key, body.encode(), hashlib.sha256).digest()):
+            raise Refused
+        return _unb64u(body).decode()
 
-def _guessable_open(token: str, call: Call) -> str:
-    """A correct HMAC-SHA256 over the whole state, under a key anyone can guess."""
-    body, _, mac = token.partition(".")
-    if not hmac.compare_digest(_unb64u(mac), hmac.new(GUESSABLE, body.encode(), hashlib.sha256).digest()):
-        raise Refused
-    return _unb64u(body).decode()
+    return seal, open_
 
 
 def _ctr(nonce: bytes) -> Cipher[modes.CTR]:
@@ -262,16 +263,20 @@ def _v1e_digest_open(token: str, call: Call) -> str:
     return state.decode()
 
 
+def _bound_mac(state: bytes, call: Call) -> bytes:
+    return _mac(b"|".join([state, call.target.encode(), _arguments_digest(call).encode()]))
+
+
 def _lenient_seal(state: str, call: Call) -> str:
-    return f"{_b64u(state.encode())}.{_b64u(_mac(state.encode()))}"
+    return f"{_b64u(state.encode())}.{_b64u(_bound_mac(state.encode(), call))}"
 
 
 def _lenient_open(token: str, call: Call) -> str:
-    """Sound: an HMAC under a strong key over the decoded state. Lenient: either base64 alphabet,
-    any padding (so another spelling of a token is the same token)."""
+    """Sound: an HMAC under a strong key over the decoded state, the tool and its arguments.
+    Lenient: either base64 alphabet, any padding (another spelling of a token is the same token)."""
     body, _, mac = token.partition(".")
     state = _unb64u(body)
-    if not hmac.compare_digest(_mac(state), _unb64u(mac)):
+    if not hmac.compare_digest(_bound_mac(state, call), _unb64u(mac)):
         raise Refused
     return state.decode()
 
@@ -289,7 +294,7 @@ BROKEN: Final[dict[str, tuple[Seal, Open]]] = {
     "no user binding": _codec_seal(lambda c: ("", f"{c.method}:{c.target}:{_arguments_digest(c)}")),
     "plaintext echo": (_form_seal, _form_open),
     "expiry not checked": (_expiring_seal, _expiring_open),
-    "guessable key": (_guessable_seal, _guessable_open),
+    "guessable key": guessable(b"secret"),
     "aes-ctr without a mac": (_ctr_seal, _ctr_open),
     "mac over part of the state": (_partial_seal, _partial_open),
     "v1. prefix over an unkeyed hash": (_v1_digest_seal, _v1_digest_open),
