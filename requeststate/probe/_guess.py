@@ -106,7 +106,8 @@ def _decode_tag(text: str) -> tuple[bytes, Callable[[bytes], str]] | None:
 
 
 def _edited(found: list[Reading]) -> Iterator[tuple[Reading, object, str]]:
-    for reading in found:
+    # Later parts first: a token's last parts carry the state (a JWT's payload), its first a header.
+    for reading in reversed(found):
         for edit in edits(reading.value, FORGERIES_PER_KEY):
             yield reading, edit.value, f"`{edit.field}` changed ({edit.change})"
 

@@ -86,10 +86,10 @@ async def _connect(target: Target, server_log: TextIO) -> AsyncIterator[Client]:
                     f"the server answered HTTP {denied[0]}: it wants credentials; pass them with "
                     "--header 'Authorization: Bearer ...' (repeatable, never printed)"
                 ) from None
-            cause = _leaf(error)
-            if isinstance(cause, ProtocolBreak):
-                raise ProbeError(str(cause)) from None
-            raise ProbeError(f"could not connect to the server: {_reason(cause)}") from None
+            broken = _protocol_break(error)
+            if broken is not None:
+                raise ProbeError(str(broken)) from None
+            raise ProbeError(f"could not connect to the server: {_reason(_leaf(error))}") from None
         yield client
 
 
@@ -111,6 +111,18 @@ def _leaf(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         error = error.exceptions[0]
     return error
+
+
+def _protocol_break(error: BaseException) -> ProtocolBreak | None:
+    """The ``ProtocolBreak`` in ``error`` or its groups: the server's fault, whatever else then broke."""
+    if isinstance(error, ProtocolBreak):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _protocol_break(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _reason(error: BaseException) -> str:
@@ -146,8 +158,11 @@ async def probe(
                 scope.deadline += seconds
 
             return await _probe(target, options, extend, server_log, progress)
-    except* ProtocolBreak as broken:
-        raise ProbeError(str(_leaf(broken))) from None
+    except Exception as error:
+        broken = _protocol_break(error)
+        if broken is None:
+            raise
+        raise ProbeError(str(broken)) from None
 
 
 async def _probe(

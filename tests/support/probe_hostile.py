@@ -13,6 +13,8 @@ misbehave towards the probe:
 - ``many_values``: ``tools/list`` is answered with a line of a million JSON values;
 - ``garbage``: ``tools/list`` is answered with text that is not JSON;
 - ``malformed_result``: ``tools/call`` answers with a result of the wrong shape.
+
+Any other KIND (``sound``, say) misbehaves in no way.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def serve(kind: str) -> None:
         if request_id is None:
             continue  # a notification
         if method == "server/discover":
-            capabilities = {"tools": {}}
+            capabilities: dict[str, Any] = {"tools": {}}
             result(request_id, {"supportedVersions": [PROTOCOL], "capabilities": capabilities})
         elif method == "tools/list":
             list_tools(kind, request_id, params.get("cursor"))
