@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import zlib
@@ -66,10 +67,14 @@ TIMEOUT = "30"
 
 
 @pytest.fixture(autouse=True)
-def quiet_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+def quiet_servers() -> Iterator[None]:
     """The in-process servers' logs off: the gallery's crashing handlers would render a traceback
     each (slowly); the probe's own output is what these tests read."""
-    monkeypatch.setattr(logging.getLogger("mcp"), "disabled", True)
+    logger = logging.getLogger("mcp")
+    saved = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    yield
+    logger.setLevel(saved)
 
 
 @pytest.fixture
@@ -218,6 +223,16 @@ def test_a_sound_server_that_reads_base64_leniently_is_a_warn_saying_what_it_mea
     assert report.exit_code == 0
 
 
+def test_single_use_kept_by_the_tokens_text_fails_the_replay_row() -> None:
+    server = gallery.under("single use by text", *schemes.single_use_by_text())
+    found = rows(in_process(server, single_use=True))
+    assert found["replay"].result == "FAIL"
+    assert found["replay"].detail == (
+        "the second redemption is refused, but a copy with '=' appended was accepted: the next round "
+        "asks for party: the server keeps single use by the token's text, and decodes other spellings alike"
+    )
+
+
 def test_another_spelling_accepted_fails_when_the_state_has_no_integrity() -> None:
     found = rows(in_process(gallery.broken("guessable key")))
     assert found["repadded"].result == "FAIL"
@@ -225,13 +240,7 @@ def test_another_spelling_accepted_fails_when_the_state_has_no_integrity() -> No
 
 
 def test_every_fail_names_the_flaw_it_proves() -> None:
-    for kind in (
-        "json",
-        "no argument binding",
-        "jwt alg none",
-        "expiry not checked",
-        "mac optional, two parts",
-    ):
+    for kind in ("json", "no argument binding", "jwt alg none", "mac optional, two parts"):
         for check in in_process(gallery.broken(kind)).checks:
             assert check.flaw == (FLAWS[check.id] if check.result == "FAIL" else ""), (kind, check)
             assert check.text().startswith(check.flaw)
@@ -388,10 +397,23 @@ def test_console_script_passes_the_example_booking_server() -> None:
     assert done.stderr == ""  # the server's refusal log stays out, and no progress without a terminal
 
 
-def test_insecure_server_fails(server_env: None, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["probe", "--timeout", TIMEOUT, "--", *INSECURE])
-    table = capsys.readouterr().out
-    assert code == 1
+@pytest.fixture(scope="module")
+def insecure() -> probe.Report:
+    """examples/insecure_server.py probed once, strictly (--single-use, --require-confidential)."""
+
+    async def run() -> probe.Report:
+        with tempfile.TemporaryFile("w+") as server_log:
+            options = probe.Options(single_use=True, require_confidential=True)
+            return await probe.probe(
+                probe.Target(command=tuple(INSECURE)), options, server_log=server_log, timeout=60
+            )
+
+    return anyio.run(run)
+
+
+def test_insecure_server_fails(insecure: probe.Report) -> None:
+    table = insecure.table()
+    assert insecure.exit_code == 1
     assert "state:     JSON text" in table
     assert "the server accepted a state it should have refused" in table
     lines = {line.split("  ")[0]: line for line in table.splitlines()}
@@ -399,13 +421,12 @@ def test_insecure_server_fails(server_env: None, capsys: pytest.CaptureFixture[s
     assert "FAIL    no integrity over these members" in lines["every member forged"]
     assert "`restaurant`, `step`, `date`, `hold`" in lines["every member forged"]
     assert "tool book_table -> tool change_booking: accepted" in lines["state sent to another target"]
-    assert "INFO" in lines["same state redeemed twice"]
-    assert "INFO" in lines["state hidden from the client"]
+    assert "FAIL    a state can be redeemed more than once" in lines["same state redeemed twice"]
+    assert "FAIL    the client can read the state" in lines["state hidden from the client"]
 
 
-def test_insecure_server_strict_json_report(server_env: None, capsys: pytest.CaptureFixture[str]) -> None:
-    code, report = probe_json(capsys, "--single-use", "--require-confidential", "--", *INSECURE)
-    assert code == 1
+def test_insecure_server_strict_json_report(insecure: probe.Report) -> None:
+    report = insecure.to_json()
     assert report["exit_code"] == 1
     assert report["target"] == {"transport": "stdio", "command": INSECURE}
     assert report["server"] == "insecure-booking"

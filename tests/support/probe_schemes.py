@@ -263,25 +263,41 @@ def _v1e_digest_open(token: str, call: Call) -> str:
     return state.decode()
 
 
-def _bound_mac(state: bytes, call: Call) -> bytes:
-    return _mac(b"|".join([state, call.target.encode(), _arguments_digest(call).encode()]))
+def _bound_mac(state: bytes, nonce: bytes, call: Call) -> bytes:
+    return _mac(b"|".join([state, nonce, call.target.encode(), _arguments_digest(call).encode()]))
 
 
 def _lenient_seal(state: str, call: Call) -> str:
-    return f"{_b64u(state.encode())}.{_b64u(_bound_mac(state.encode(), call))}"
+    nonce = os.urandom(16)
+    return f"{_b64u(state.encode())}.{_b64u(nonce)}.{_b64u(_bound_mac(state.encode(), nonce, call))}"
 
 
 def _lenient_open(token: str, call: Call) -> str:
-    """Sound: an HMAC under a strong key over the decoded state, the tool and its arguments.
+    """Sound: an HMAC under a strong key over the decoded state, a nonce, the tool and its arguments.
     Lenient: either base64 alphabet, any padding (another spelling of a token is the same token)."""
-    body, _, mac = token.partition(".")
+    body, nonce, mac = token.split(".")
     state = _unb64u(body)
-    if not hmac.compare_digest(_bound_mac(state, call), _unb64u(mac)):
+    if not hmac.compare_digest(_bound_mac(state, _unb64u(nonce), call), _unb64u(mac)):
         raise Refused
     return state.decode()
 
 
 SOUND_BUT_LENIENT: Final = (_lenient_seal, _lenient_open)
+
+
+def single_use_by_text() -> tuple[Seal, Open]:
+    """``SOUND_BUT_LENIENT``, each token redeemed once: by its text, which another spelling changes."""
+    redeemed: set[str] = set()
+
+    def open_(token: str, call: Call) -> str:
+        if token in redeemed:
+            raise Refused
+        state = _lenient_open(token, call)
+        redeemed.add(token)
+        return state
+
+    return _lenient_seal, open_
+
 
 BROKEN: Final[dict[str, tuple[Seal, Open]]] = {
     **KEYLESS,
