@@ -781,6 +781,14 @@ def test_an_endless_listing_is_read_only_so_far(server_env: None, capsys: pytest
     assert report["tool"]["name"] == "ask"
 
 
+def test_a_result_its_own_output_schema_refuses_is_still_a_completion(
+    server_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = probe_json(capsys, "--", *HOSTILE, "unstructured")
+    assert code == 0
+    assert report["baseline"] == "the unmodified state is accepted: the tool completed"
+
+
 def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
     # A process of its own, for a peak that is the probe's alone.
     script = textwrap.dedent(

@@ -12,7 +12,9 @@ misbehave towards the probe:
 - ``endless_line``: ``tools/list`` is answered with a line that never ends;
 - ``many_values``: ``tools/list`` is answered with a line of a million JSON values;
 - ``garbage``: ``tools/list`` is answered with text that is not JSON;
-- ``malformed_result``: ``tools/call`` answers with a result of the wrong shape.
+- ``malformed_result``: ``tools/call`` answers with a result of the wrong shape;
+- ``unstructured``: ``ask`` declares an output schema its results do not follow (the SDK
+  refuses such a result, yet the tool completed).
 
 Any other KIND (``sound``, say) misbehaves in no way.
 """
@@ -84,7 +86,8 @@ def list_tools(kind: str, request_id: object, cursor: object) -> None:
     elif kind == "garbage":
         sys.stdout.write("Server ready! Listening...\n")
     else:
-        send({"jsonrpc": "2.0", "id": request_id, "result": {**LISTING, "tools": [ASK]}})
+        tool = {**ASK, "outputSchema": {"type": "object"}} if kind == "unstructured" else ASK
+        send({"jsonrpc": "2.0", "id": request_id, "result": {**LISTING, "tools": [tool]}})
     sys.stdout.flush()
 
 
