@@ -45,7 +45,7 @@ Answer: TypeAlias = CallToolResult | GetPromptResult | ReadResourceResult | Inpu
 # No refusal of the state: the connection failed, or (-32700) the server's answer could not be read.
 _TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, PARSE_ERROR})
 _NOT_MCP: Final = "the server's answer is not a valid MCP result (the SDK refused its shape)"
-MAX_PAGES: Final = 8
+MAX_PAGES: Final = 5
 """The most pages of one listing (tools, prompts, resources, templates) read: a cursor may never end."""
 MAX_LISTED: Final = 500
 """The most items of one listing kept."""

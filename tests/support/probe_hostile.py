@@ -7,8 +7,9 @@ misbehave towards the probe:
 
 - ``deep_state``: each state is JSON nested 20,000 deep (sound otherwise);
 - ``deep_message``: ``tools/list`` answers with a result nested 20,000 deep;
-- ``endless_pages``: ``tools/list`` always has a next page, each one near the probe's
-  bounds on a message (4 MiB, 50,000 JSON values), the first one with ``ask`` in it;
+- ``endless_pages``: every listing (tools, prompts, resources, templates) always has a next
+  page, each one near the probe's bounds on a message (4 MiB, 50,000 JSON values); ``ask`` is
+  on the first page of tools;
 - ``endless_line``: ``tools/list`` is answered with a line that never ends;
 - ``many_values``: ``tools/list`` is answered with a line of a million JSON values;
 - ``garbage``: ``tools/list`` is answered with text that is not JSON;
@@ -56,25 +57,41 @@ def deep(depth: int) -> str:
     return '{"a":' * depth + "1" + "}" * depth
 
 
-def filler_page(number: int) -> str:
-    """One page of tools/list just under the probe's bounds: a long description, many small objects."""
-    tool = {
-        "name": f"filler{number}",
-        "description": "x" * (3 << 20),
-        "inputSchema": {"type": "object"},
-        "outputSchema": {"type": "object", "x": [{}] * 24_000},
-    }
-    tools = [ASK, tool] if number == 1 else [tool]
-    body = {**LISTING, "tools": tools, "nextCursor": str(number + 1)}
+_FILLERS: Final = {
+    "tools/list": ("tools", {"inputSchema": {"type": "object"}, "outputSchema": {"x": [{}] * 24_000}}),
+    "prompts/list": ("prompts", {"arguments": [{"name": "a"}] * 12_000}),
+    "resources/list": (
+        "resources",
+        {"uri": "file:///r", "mimeType": "text/plain", "annotations": {"x": [{}] * 24_000}},
+    ),
+    "resources/templates/list": (
+        "resourceTemplates",
+        {"uriTemplate": "file:///t/{x}", "annotations": {"x": [{}] * 24_000}},
+    ),
+}
+
+
+def filler_page(method: str, number: int) -> str:
+    """One page of a listing just under the probe's bounds (a long description, many small
+    objects), and a next one; ``ask`` is on the first page of tools."""
+    field, extra = _FILLERS[method]
+    item = {"name": f"filler{number}", "description": "x" * (3 << 20), **extra}
+    items = [ASK, item] if number == 1 and field == "tools" else [item]
+    body = {**LISTING, field: items, "nextCursor": str(number + 1)}
     return json.dumps({"jsonrpc": "2.0", "id": "ID", "result": body}, separators=(",", ":"))
+
+
+def endless(method: str, request_id: object, cursor: object) -> None:
+    page = filler_page(method, int(cursor) if isinstance(cursor, str) else 1)
+    sys.stdout.write(page.replace('"ID"', json.dumps(request_id), 1) + "\n")
+    sys.stdout.flush()
 
 
 def list_tools(kind: str, request_id: object, cursor: object) -> None:
     if kind == "deep_message":
         sys.stdout.write(f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{deep(DEPTH)}}}\n')
     elif kind == "endless_pages":
-        page = filler_page(int(cursor) if isinstance(cursor, str) else 1)
-        sys.stdout.write(page.replace('"ID"', json.dumps(request_id), 1) + "\n")
+        endless("tools/list", request_id, cursor)
     elif kind == "endless_line":
         chunk = "x" * (1 << 16)
         sys.stdout.write(f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"tools":["')
@@ -123,7 +140,11 @@ def serve(kind: str) -> None:
             continue  # a notification
         if method == "server/discover":
             capabilities: dict[str, Any] = {"tools": {}}
+            if kind == "endless_pages":
+                capabilities.update(prompts={}, resources={})
             result(request_id, {"supportedVersions": [PROTOCOL], "capabilities": capabilities})
+        elif kind == "endless_pages" and method in _FILLERS and method != "tools/list":
+            endless(method, request_id, params.get("cursor"))
         elif method == "tools/list":
             list_tools(kind, request_id, params.get("cursor"))
         elif method == "tools/call":
