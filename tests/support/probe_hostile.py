@@ -57,7 +57,7 @@ def deep(depth: int) -> str:
     return '{"a":' * depth + "1" + "}" * depth
 
 
-_FILLERS: Final = {
+_FILLERS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     "tools/list": ("tools", {"inputSchema": {"type": "object"}, "outputSchema": {"x": [{}] * 24_000}}),
     "prompts/list": ("prompts", {"arguments": [{"name": "a"}] * 12_000}),
     "resources/list": (
