@@ -301,6 +301,7 @@ def _probe(args: argparse.Namespace) -> int:
         require_confidential=args.require_confidential,
         ttl=args.ttl,
         second=second,
+        wordlists=tuple(args.wordlist),
     )
     return probe.run(
         target,
@@ -309,6 +310,7 @@ def _probe(args: argparse.Namespace) -> int:
         as_json=args.json,
         out=sys.stdout,
         err=sys.stderr,
+        progress=sys.stderr if sys.stderr.isatty() and not args.json else None,
     )
 
 
@@ -429,22 +431,28 @@ def _add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="""\
 Connect to an MCP server (protocol 2026-07-28), find a tool, prompt or
 resource that answers input-required with a requestState, and attack it as a
-client without the key would, each attempt on a fresh first round: one byte
-flipped, truncated, extended, the MAC/tag removed or truncated, the prefix
-swapped, re-padded base64, a random state; the state forged without the key
-(JSON, form text, base64, hex, zlib or gzip re-encoded with a value changed,
-an unkeyed hash recomputed, a JWT re-signed with alg none); a genuine state
-sent with other arguments, to another target, as another user (--header2,
---env2), after it expired (--ttl), twice; and whether the client can read it.
+client without the key would, each attempt on a fresh first round: single
+bits flipped across the decoded token, truncated, extended, the MAC/tag
+removed or truncated, the prefix swapped, a random state; every member of a
+readable state forged (JSON, form text, base64, hex, zlib or gzip, behind any
+prefix), an unkeyed hash recomputed, the MAC key guessed from common secrets
+(--wordlist adds yours), a JWT re-signed with alg none; the token re-spelled
+(padding, alphabet); a genuine state sent with other arguments, to another
+target, as another user (--header2, --env2), after it expired (--ttl), twice;
+and whether the client can read it.
 
 A check FAILs when the server accepts: it answers with a normal result, or
-with an input-required that moves on. It PASSes on a JSON-RPC error or a
-re-elicit: an input-required that asks exactly what a call without
-requestState asks. A tool error result (isError) or a -32603 is a WARN, not a
-PASS: a handler crashing on the state answers the same way. A PASS proves that
-attempt was refused, not that the state cannot be forged. The probe first
-checks that the unmodified state is accepted and answered differently from a
-first call; if not, it stops (exit 2).
+with an input-required that moves on; the row names the flaw that proves. It
+PASSes on a JSON-RPC error or a re-elicit: an input-required that asks exactly
+what a call without requestState asks. A tool error result (isError) or a
+-32603 is a WARN, not a PASS: a handler crashing on the state answers the same
+way. So is another spelling of the same token accepted, unless the state has
+no integrity at all. A PASS proves that attempt was refused, not that the
+state cannot be forged. The probe first checks that the unmodified state is
+accepted and answered differently from a first call; if not, it stops (exit
+2). So does a server that breaks the protocol or sends more than the probe
+reads (a message over 4 MiB or 50,000 JSON values). On a terminal, a line per
+check shows on stderr as it runs.
 
 Without --tool, tools, then prompts and resources, are tried in turn with
 placeholder arguments (tools annotated destructiveHint: true are skipped):
@@ -505,13 +513,26 @@ probe cannot run.""",
         action="store_true",
         help="FAIL, not INFO, when the client can read the state",
     )
-    probe.add_argument("--json", action="store_true", help="print a JSON report instead of the table")
+    probe.add_argument(
+        "--wordlist",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="more secrets for the MAC key guess, one a line, tried after the built-in list of common "
+        "secrets (repeatable; at most 5 s of guessing)",
+    )
+    probe.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON report instead of the table (and no progress lines)",
+    )
     probe.add_argument(
         "--timeout",
         type=_seconds,
-        default=20.0,
+        default=60.0,
         metavar="SECONDS",
-        help="bound on the whole probe (default 20)",
+        help="bound on the whole probe (default 60)",
     )
 
 

@@ -1,17 +1,22 @@
 """``requeststate probe`` against a gallery of broken servers, the project's secure ones (in process,
-over stdio and streamable HTTP), and its pieces alone."""
+over stdio and streamable HTTP), a hostile server, and its pieces alone."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import http.server
 import io
 import json
+import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import textwrap
 import threading
 import zlib
 from collections.abc import Iterator
@@ -40,10 +45,16 @@ from mcp_types import (
 import requeststate as rs
 from requeststate import probe
 from requeststate._cli import main
-from requeststate.probe import _encodings as encodings
+from requeststate.probe import _decode as decode
+from requeststate.probe import _edits as edits
+from requeststate.probe import _guess as guess
 from requeststate.probe import _mutations as mutations
 from requeststate.probe import _placeholders as placeholders
+from requeststate.probe import _readings as readings
+from requeststate.probe import _spelling as spelling
+from requeststate.probe._checks import FLAWS
 from tests.support import probe_gallery as gallery
+from tests.support import probe_schemes as schemes
 from tests.support import probe_server, processes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +62,7 @@ SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
 SECRET = base64.urlsafe_b64encode(bytes(range(32))).rstrip(b"=").decode()
 BOOKING = [sys.executable, str(ROOT / "examples" / "booking_server.py")]
 INSECURE = [sys.executable, str(ROOT / "examples" / "insecure_server.py")]
+HOSTILE = [sys.executable, "-m", "tests.support.probe_hostile"]
 TIMEOUT = "30"
 
 
@@ -79,21 +91,30 @@ TAMPERING = [
     "tag_stripped",
     "tag_truncated",
     "prefix_swapped",
-    "repadded",
 ]
-FORGERY = ["forged", "rehashed", "alg_none"]
+FORGERY = ["forged", "rehashed", "guessed_key", "alg_none"]
 BINDING = ["arguments", "cross_tool", "other_user", "expiry", "replay"]
-ALL_CHECKS = [*TAMPERING, "random", *FORGERY, *BINDING, "confidential"]
+ALL_CHECKS = [*TAMPERING, "random", *FORGERY, "repadded", *BINDING, "confidential"]
 
 
 def in_process(server: object, **options: Any) -> probe.Report:
-    """Probe an in-process server (the SDK's memory transport): no subprocess, no port."""
+    """Probe an in-process server (the SDK's memory transport): no subprocess, no port.
+
+    The server's logs are off meanwhile: the gallery's crashing handlers would render a traceback
+    each (slowly), and the probe's report is what the tests read.
+    """
 
     async def run() -> probe.Report:
         target = probe.Target(server=server)
         return await probe.probe(target, probe.Options(**options), server_log=io.StringIO(), timeout=60)
 
-    return anyio.run(run)
+    logger = logging.getLogger("mcp")
+    saved = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        return anyio.run(run)
+    finally:
+        logger.setLevel(saved)
 
 
 def rows(report: probe.Report) -> dict[str, probe.Check]:
@@ -112,11 +133,11 @@ KEYLESS_WRAPPING = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(gallery.KEYLESS))
-def test_a_keyless_encoding_is_forged_and_the_field_named(kind: str) -> None:
+@pytest.mark.parametrize("kind", sorted(schemes.KEYLESS))
+def test_a_keyless_encoding_is_forged_and_every_member_named(kind: str) -> None:
     found = rows(in_process(gallery.broken(kind)))
     assert found["forged"].result == "FAIL"
-    assert "`restaurant` changed ('x' appended)" in found["forged"].detail
+    assert "3 of the 3 members edited went through: `restaurant`, `step`, `price`" in found["forged"].detail
     assert KEYLESS_WRAPPING[kind] in found["forged"].detail
 
 
@@ -136,6 +157,94 @@ def test_an_unkeyed_hash_is_recomputed() -> None:
     assert found["forged"].result == "PASS"  # an edit under the stale hash is refused: the hash row tells
 
 
+@pytest.mark.parametrize("kind", ["v1. prefix over an unkeyed hash", "v1e. prefix over an unkeyed hash"])
+def test_an_unkeyed_hash_behind_our_prefix_is_recomputed(kind: str) -> None:
+    # issue 22: a v1e.-looking token over a SHA-256 of readable JSON was exit 0 (rehashed SKIPped).
+    report = in_process(gallery.broken(kind))
+    found = rows(report)
+    assert found["rehashed"].result == "FAIL"
+    assert found["rehashed"].flaw == FLAWS["rehashed"]
+    assert "`restaurant`, `step`, `price`" in found["rehashed"].detail
+
+
+def test_a_guessable_mac_key_is_found_and_proven_by_a_forgery() -> None:
+    # issue 22: a correct HMAC under b"secret" FAILed only on repadded; the flaw itself was missed.
+    found = rows(in_process(gallery.broken("guessable key")))
+    assert found["guessed_key"].result == "FAIL"
+    assert found["guessed_key"].detail.startswith(
+        "its HMAC-SHA256 of the text before the last '.' is made with the built-in list of common "
+        "secrets, line 1: a state forged and signed with it (`restaurant` changed ('x' appended)) "
+        "was accepted"
+    )
+    assert {found[c].result for c in ("bit_flip", "forged", "random")} == {"PASS"}  # the MAC is correct
+
+
+def test_a_key_in_the_users_wordlist_is_found(tmp_path: Path) -> None:
+    wordlist = tmp_path / "ours.txt"
+    wordlist.write_bytes(b"not this one\r\nacme-staging-2024\n")
+    server = gallery.under("acme", *schemes.guessable(b"acme-staging-2024"))
+    found = rows(in_process(server, wordlists=(wordlist,)))
+    assert found["guessed_key"].result == "FAIL"
+    assert f"made with --wordlist {wordlist}, line 2: a state forged" in found["guessed_key"].detail
+    assert "acme-staging" not in found["guessed_key"].detail  # where the secret is, never the secret
+
+
+def test_a_strong_key_is_not_guessed() -> None:
+    found = rows(in_process(gallery.lenient()))
+    assert found["guessed_key"].result == "PASS"
+    assert re.fullmatch(r"no secret of \d+ tried makes its HMAC-SHA256 of .*", found["guessed_key"].detail)
+
+
+def test_aes_ctr_without_a_mac_fails_bit_flips_with_the_region_accepted() -> None:
+    # issue 22: 5 flipped base64 characters PASSed; a one-bit flip turned a fee of 25 into 15.
+    report = in_process(gallery.broken("aes-ctr without a mac"))
+    found = rows(report)
+    assert found["bit_flip"].result == "FAIL"
+    assert found["bit_flip"].flaw == FLAWS["bit_flip"]
+    assert " single-bit flips were accepted, at bytes " in found["bit_flip"].detail
+    assert " of 63 (base64url) (the first: accepted" in found["bit_flip"].detail
+    assert found["confidential"].result == "PASS"  # opaque, and malleable all the same
+
+
+def test_a_mac_over_part_of_the_state_fails_naming_the_members_left_out() -> None:
+    # issue 22: exit 0 when only the first string and the first number were edited, both covered.
+    found = rows(in_process(gallery.broken("mac over part of the state")))
+    assert found["forged"].result == "FAIL"
+    assert found["forged"].detail.startswith("1 of the 4 members edited went through: `state.price` (")
+
+
+def test_a_sound_server_that_reads_base64_leniently_is_a_warn_saying_what_it_means() -> None:
+    report = in_process(gallery.lenient())
+    found = rows(report)
+    assert found["repadded"].result == "WARN"
+    assert "The server decodes base64 leniently: its integrity is not at stake" in found["repadded"].detail
+    assert "replay guard or cache keyed on the token's text" in found["repadded"].detail
+    assert report.exit_code == 0
+
+
+def test_single_use_kept_by_the_tokens_text_fails_the_replay_row() -> None:
+    server = gallery.under("single use by text", *schemes.single_use_by_text())
+    found = rows(in_process(server, single_use=True))
+    assert found["replay"].result == "FAIL"
+    assert found["replay"].detail == (
+        "the second redemption is refused, but a copy with '=' appended was accepted: the next round "
+        "asks for party: the server keeps single use by the token's text, and decodes other spellings alike"
+    )
+
+
+def test_another_spelling_accepted_fails_when_the_state_has_no_integrity() -> None:
+    found = rows(in_process(gallery.broken("guessable key")))
+    assert found["repadded"].result == "FAIL"
+    assert found["repadded"].detail.endswith("and the state has no integrity at all (see guessed_key)")
+
+
+def test_every_fail_names_the_flaw_it_proves() -> None:
+    for kind in ("json", "no argument binding", "jwt alg none", "mac optional, two parts"):
+        for check in in_process(gallery.broken(kind)).checks:
+            assert check.flaw == (FLAWS[check.id] if check.result == "FAIL" else ""), (kind, check)
+            assert check.text().startswith(check.flaw)
+
+
 def test_a_jwt_with_alg_none_is_forged() -> None:
     found = rows(in_process(gallery.broken("jwt alg none")))
     assert found["forged"].result == "FAIL"
@@ -147,6 +256,7 @@ def test_a_signed_jwt_that_accepts_alg_none_fails_only_the_alg_none_row() -> Non
     assert found["alg_none"].result == "FAIL"
     assert "sent as JWT alg none" in found["alg_none"].detail
     assert found["forged"].result == "PASS"  # the payload edited under the HS256 signature is refused
+    assert found["guessed_key"].result == "PASS"  # its HS256 key is the gallery's random-looking one
 
 
 @pytest.mark.parametrize("kind", ["mac optional, two parts", "mac optional, three parts"])
@@ -161,7 +271,7 @@ def test_a_state_not_bound_to_its_arguments_fails_the_arguments_row() -> None:
     found = rows(in_process(gallery.broken("no argument binding")))
     assert found["arguments"].result == "FAIL"
     assert "minted for other arguments" in found["arguments"].detail
-    assert {found[c].result for c in [*TAMPERING, "random"]} == {"PASS"}
+    assert {found[c].result for c in [*TAMPERING, "random", "repadded"]} == {"PASS"}
 
 
 def test_a_state_not_bound_to_its_user_fails_the_other_user_row() -> None:
@@ -185,7 +295,7 @@ def test_a_crash_on_a_bad_state_fails_the_random_row_and_passes_nothing() -> Non
     assert found["random"].result == "FAIL"
     assert found["random"].detail.startswith("a random state reached the handler (a tool error (isError)")
     assert {found[c].result for c in ("bit_flip", "truncated", "extended", "repadded")} == {"WARN"}
-    assert "PASS" not in {found[c].result for c in [*TAMPERING, "random"]}
+    assert "PASS" not in {found[c].result for c in [*TAMPERING, "random", "repadded"]}
 
 
 def test_an_expiry_read_from_the_state_is_waited_out() -> None:
@@ -202,7 +312,7 @@ def test_prompts_and_resources_are_discovered_and_probed(build: Any) -> None:
     assert found["forged"].result == "FAIL"
     assert found["random"].result == "FAIL"  # a crash there is JSON-RPC -32603, not isError
     secure = rows(in_process(build(secure=True)))
-    assert {secure[c].result for c in [*TAMPERING, "random"]} == {"PASS"}
+    assert {secure[c].result for c in [*TAMPERING, "random", "repadded"]} == {"PASS"}
 
 
 # --- the secure servers pass every row that applies --------------------------------------------------------
@@ -211,7 +321,7 @@ def test_prompts_and_resources_are_discovered_and_probed(build: Any) -> None:
 def test_the_sdk_default_boundary_passes_every_row() -> None:
     report = in_process(gallery.wizard_server("sdk-default"))
     found = {check.id: check.result for check in report.checks}
-    assert {found[c] for c in [*TAMPERING, "random", "arguments", "confidential"]} == {"PASS"}
+    assert {found[c] for c in [*TAMPERING, "random", "repadded", "arguments", "confidential"]} == {"PASS"}
     assert {found[c] for c in [*FORGERY, "cross_tool", "other_user", "expiry"]} == {"SKIP"}
     assert found["replay"] == "INFO"
     assert report.exit_code == 0
@@ -225,18 +335,15 @@ def test_the_sdk_boundary_with_a_shared_key_refuses_another_user() -> None:
     assert found["other_user"].detail.endswith("(the second identity)")
 
 
-def test_protect_passes_every_row_but_arguments() -> None:
-    ring = rs.KeyRing(gallery.KEY)
+def test_protect_passes_every_row_that_applies() -> None:
+    ring = rs.KeyRing(schemes.KEY)
     second = probe.Target(server=gallery.protected(user="mallory", keys=ring, ttl=1))
     report = in_process(gallery.protected(keys=ring, ttl=1), second=second, ttl=1, single_use=False)
     found = {check.id: check.result for check in report.checks}
-    assert {found[c] for c in [*TAMPERING, "random", "other_user", "expiry", "confidential"]} == {"PASS"}
+    passing = [*TAMPERING, "random", "repadded", "arguments", "other_user", "expiry", "confidential"]
+    assert {found[c] for c in passing} == {"PASS"}
     assert {found[c] for c in [*FORGERY, "cross_tool"]} == {"SKIP"}
     assert rows(report)["expiry"].detail.endswith("after 3 s (a TTL of 1 s (--ttl))")
-
-
-def test_protect_binds_the_arguments() -> None:
-    assert rows(in_process(gallery.protected()))["arguments"].result == "PASS"
 
 
 def test_a_key_per_process_makes_the_other_user_row_an_error_not_a_pass(
@@ -274,38 +381,51 @@ def test_console_script_passes_the_example_booking_server() -> None:
     assert "state:     v1e. token" in table
     lines = {line.split("  ")[0]: line for line in table.splitlines()}
     tampering = (
-        "one byte flipped",
+        "single bits flipped",
         "truncated (-4 chars)",
         "extended (+AAAA)",
         "MAC/tag removed",
         "MAC/tag truncated",
+        "base64 re-spelled (padding, alphabet)",
+        "same state, other arguments",
     )
     for name in tampering:
         assert "PASS    refused: JSON-RPC -32602 Invalid or expired requestState" in lines[name]
-    # The arguments row waits for issue 14 (see test_protect_binds_the_arguments); no other FAILs.
-    failing = [line for line in table.splitlines() if "  FAIL  " in line]
-    assert [line.split("  ")[0] for line in failing] in ([], ["same state, other arguments"])
-    assert done.returncode == (1 if failing else 0)
-    assert done.stderr == ""  # the server's refusal log stays out of the probe's output
+    assert "  FAIL  " not in table
+    assert done.returncode == 0
+    assert done.stderr == ""  # the server's refusal log stays out, and no progress without a terminal
 
 
-def test_insecure_server_fails(server_env: None, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["probe", "--timeout", TIMEOUT, "--", *INSECURE])
-    table = capsys.readouterr().out
-    assert code == 1
+@pytest.fixture(scope="module")
+def insecure() -> probe.Report:
+    """examples/insecure_server.py probed once, strictly (--single-use, --require-confidential)."""
+
+    async def run() -> probe.Report:
+        with tempfile.TemporaryFile("w+") as server_log:
+            options = probe.Options(single_use=True, require_confidential=True)
+            return await probe.probe(
+                probe.Target(command=tuple(INSECURE)), options, server_log=server_log, timeout=60
+            )
+
+    return anyio.run(run)
+
+
+def test_insecure_server_fails(insecure: probe.Report) -> None:
+    table = insecure.table()
+    assert insecure.exit_code == 1
     assert "state:     JSON text" in table
     assert "the server accepted a state it should have refused" in table
     lines = {line.split("  ")[0]: line for line in table.splitlines()}
-    assert "FAIL" in lines["one byte flipped"]
-    assert "FAIL" in lines["state forged without the key"]
+    assert "FAIL    malleable state: " in lines["single bits flipped"]
+    assert "FAIL    no integrity over these members" in lines["every member forged"]
+    assert "`restaurant`, `step`, `date`, `hold`" in lines["every member forged"]
     assert "tool book_table -> tool change_booking: accepted" in lines["state sent to another target"]
-    assert "INFO" in lines["same state redeemed twice"]
-    assert "INFO" in lines["state hidden from the client"]
+    assert "FAIL    a state can be redeemed more than once" in lines["same state redeemed twice"]
+    assert "FAIL    the client can read the state" in lines["state hidden from the client"]
 
 
-def test_insecure_server_strict_json_report(server_env: None, capsys: pytest.CaptureFixture[str]) -> None:
-    code, report = probe_json(capsys, "--single-use", "--require-confidential", "--", *INSECURE)
-    assert code == 1
+def test_insecure_server_strict_json_report(insecure: probe.Report) -> None:
+    report = insecure.to_json()
     assert report["exit_code"] == 1
     assert report["target"] == {"transport": "stdio", "command": INSECURE}
     assert report["server"] == "insecure-booking"
@@ -317,11 +437,13 @@ def test_insecure_server_strict_json_report(server_env: None, capsys: pytest.Cap
     assert report["baseline"].startswith("the unmodified state is accepted")
     assert [check["id"] for check in report["checks"]] == ALL_CHECKS
     for check in report["checks"]:
-        assert set(check) == {"id", "name", "result", "detail"}
+        assert set(check) == {"id", "name", "result", "flaw", "detail"}
+        assert check["flaw"] == (FLAWS[check["id"]] if check["result"] == "FAIL" else "")
     found = results(report)
     failing = ("bit_flip", "random", "forged", "arguments", "cross_tool", "replay", "confidential")
     assert {found[c] for c in failing} == {"FAIL"}
     assert found["prefix_swapped"] == "SKIP"  # plain JSON has no prefix
+    assert found["repadded"] == "SKIP"  # nor any base64 to spell otherwise
     assert found["truncated"] == "WARN"  # the handler crashed parsing it: no proof of a refusal
     assert report["summary"] == {
         result: list(found.values()).count(result)
@@ -340,7 +462,8 @@ def test_guarded_reeliciting_server_passes_with_single_use(
     )
     assert report["tool"]["arguments"] == {"topic": "chosen"}
     found = results(report)
-    assert {found[c] for c in [*TAMPERING, "random", "cross_tool", "replay", "confidential"]} == {"PASS"}
+    passing = [*TAMPERING, "random", "repadded", "cross_tool", "replay", "confidential"]
+    assert {found[c] for c in passing} == {"PASS"}
     assert report["other_tool"] == "tool other"
     details = {check["id"]: check["detail"] for check in report["checks"]}
     assert "re-elicited" in details["bit_flip"]  # a refusal told apart from acceptance without an error
@@ -430,6 +553,58 @@ def test_a_401_names_header_as_the_way_in(http_401: str, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert "the server answered HTTP 401" in err
     assert "--header 'Authorization: Bearer ...'" in err
+
+
+class _Oversized(http.server.BaseHTTPRequestHandler):
+    """Discovery answered, then a 5 MiB JSON body for anything else."""
+
+    def do_POST(self) -> None:
+        message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "id" not in message:  # a notification
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if message["method"] == "server/discover":
+            result: dict[str, Any] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+        else:
+            result = {"tools": [], "padding": "x" * (5 << 20)}
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": message["id"], "result": {"resultType": "complete", **result}}
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_an_oversized_http_answer_is_a_setup_error_without_the_sdks_traceback(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Oversized)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        code = main(
+            ["probe", "--timeout", TIMEOUT, "--url", f"http://127.0.0.1:{server.server_address[1]}/mcp"]
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(
+        "error: setting up the probe failed: JSON-RPC -32700 Failed to parse JSON response: "
+    )
+    assert "the server sent a message over 4 MiB" in err
+    # The SDK logs the parse error with its traceback (to stderr, with no logging set up): the probe
+    # keeps the SDK's loggers quiet.
+    assert [record.name for record in caplog.records if record.name.startswith("mcp")] == []
 
 
 # --- setup and usage errors ---------------------------------------------------------------------------------
@@ -544,14 +719,144 @@ def test_help_explains_the_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
     assert exited.value.code == 0
     text = capsys.readouterr().out
     needles = ("-- COMMAND", "--url URL", "--single-use", "--require-confidential", "re-elicit", "--header2")
-    for needle in (*needles, "--env2", "--ttl SECONDS", "isError", "A PASS proves that"):
+    for needle in (*needles, "--env2", "--ttl SECONDS", "isError", "A PASS proves that", "--wordlist FILE"):
         assert needle in text
+
+
+def test_a_command_that_is_not_an_mcp_server_is_a_setup_error_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 22: the SDK's logger printed a pydantic traceback before the probe's own error.
+    code = main(["probe", "--", sys.executable, "-c", "print('Listening on port 8000')"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.startswith("error: the server wrote a line to stdout that is not a JSON-RPC message")
+    assert "Traceback" not in captured.err
+    assert captured.out == ""
+
+
+def test_an_unreadable_wordlist_is_a_setup_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "missing.txt"
+    assert main(["probe", "--wordlist", str(missing), "--", sys.executable, "-c", "pass"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: cannot read the wordlist {missing}: No such file or directory"
+    )
+
+
+# --- a hostile server: it cannot break the probe (exit 2, never 1, never a traceback) -----------------------
+
+BROKEN_PROTOCOL = {
+    "deep_message": "error: the server wrote a line to stdout that is not a JSON-RPC message, or nests",
+    "endless_line": "error: the server sent a message over 4 MiB",
+    "many_values": "error: the server sent a message of over 50,000 JSON values",
+    "garbage": "error: the server wrote a line to stdout that is not a JSON-RPC message",
+    "malformed_result": "error: setting up the probe failed: the server's answer is not a valid MCP result",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN_PROTOCOL))
+def test_a_server_breaking_the_protocol_is_a_probe_error(
+    kind: str, server_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["probe", "--timeout", TIMEOUT, "--", *HOSTILE, kind])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.startswith(BROKEN_PROTOCOL[kind])
+    assert "Traceback" not in captured.err
+    assert captured.out == ""
+
+
+def test_a_state_nested_deeper_than_any_parser_allows_is_probed(
+    server_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 22: a state nested 50,000 deep raised RecursionError, and the probe exited 1.
+    code, report = probe_json(capsys, "--", *HOSTILE, "deep_state")
+    assert code == 0
+    assert set(results(report).values()) == {"PASS", "SKIP", "INFO"}
+
+
+def test_an_endless_listing_is_read_only_so_far(server_env: None, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 22: an endless nextCursor grew the probe to 816 MB before its timeout.
+    code, report = probe_json(capsys, "--", *HOSTILE, "endless_pages")
+    assert code == 0
+    assert report["tool"]["name"] == "ask"
+
+
+def test_a_result_its_own_output_schema_refuses_is_still_a_completion(
+    server_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = probe_json(capsys, "--", *HOSTILE, "unstructured")
+    assert code == 0
+    assert report["baseline"] == "the unmodified state is accepted: the tool completed"
+
+
+def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
+    # A process of its own, for a peak that is the probe's alone.
+    script = textwrap.dedent(
+        """
+        import resource, sys
+        from requeststate._cli import main
+        for kind in sys.argv[1:]:
+            print(main(["probe", "--json", "--", sys.executable, "-m", "tests.support.probe_hostile", kind]))
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        """
+    )
+    kinds = ["endless_pages", "endless_line", "many_values", "deep_state"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, *kinds],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+        cwd=ROOT,
+    )
+    *_, peak_kib = done.stdout.split()
+    assert int(peak_kib) <= 256 * 1024  # ru_maxrss is in KiB on Linux
+
+
+# --- progress on a terminal -------------------------------------------------------------------------------
+
+
+def test_progress_shows_a_line_per_check_with_its_time() -> None:
+    progress = io.StringIO()
+
+    async def run() -> probe.Report:
+        target = probe.Target(server=gallery.lenient())
+        return await probe.probe(target, server_log=io.StringIO(), progress=progress, timeout=60)
+
+    report = anyio.run(run)
+    setup, *lines = progress.getvalue().splitlines()
+    assert re.fullmatch(r"probing tool book_table \(\d+\.\d s to set up\)", setup)
+    assert len(lines) == len(report.checks)
+    for number, (line, check) in enumerate(zip(lines, report.checks, strict=True), start=1):
+        assert re.fullmatch(
+            rf"\[ ?{number}/{len(lines)}\] {re.escape(check.name)} +{check.result} \(\d+\.\d s\)", line
+        )
+
+
+def test_the_command_line_shows_progress_on_a_terminal(
+    server_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["probe", "--", *HOSTILE, "sound"]) == 0
+    assert re.search(r"^\[ 1/\d+\] single bits flipped +PASS \(\d+\.\d s\)$", capsys.readouterr().err, re.M)
+
+
+def test_a_json_report_shows_no_progress_even_on_a_terminal(
+    server_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["probe", "--json", "--", *HOSTILE, "sound"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 # --- the pieces alone ---------------------------------------------------------------------------------------
 
-SIGNED = rs.encode('{"step":1,"secret":"hold-123"}', bytes(32), mode="signed", tool="t")
-SEALED = rs.encode('{"step":1,"secret":"hold-123"}', bytes(32), mode="encrypted", tool="t")
+PIECES_KEY = hashlib.sha256(b"probe pieces").digest()
+SIGNED = rs.encode('{"step":1,"secret":"hold-123"}', PIECES_KEY, mode="signed", tool="t")
+SEALED = rs.encode('{"step":1,"secret":"hold-123"}', PIECES_KEY, mode="encrypted", tool="t")
 STATE = '{"restaurant":"probe","step":1,"price":20}'
 
 
@@ -565,7 +870,7 @@ def _raw_deflate(raw: bytes) -> bytes:
 
 
 def test_mutations_change_the_token() -> None:
-    for mutate in (*(mutations.flip(f) for f in (0.2, 0.5, 0.8)), mutations.truncated, mutations.extended):
+    for mutate in (mutations.truncated, mutations.extended):
         for token in (SIGNED, SEALED):
             changed = mutate(token)
             assert changed is not None
@@ -575,7 +880,6 @@ def test_mutations_change_the_token() -> None:
     assert mutations.prefix_swapped("v1x.abc") == "v1e.abc"
     assert mutations.prefix_swapped("tok.abc") == "tokx.abc"
     assert mutations.prefix_swapped('{"a":1.5}') is None
-    assert mutations.repadded("==")(SEALED) == SEALED + "=="
     assert mutations.truncated("abc") is None
 
 
@@ -583,12 +887,12 @@ def test_the_mac_of_a_three_part_token_is_removed_whole() -> None:
     head, _, mac = SIGNED.rpartition(".")
     assert mutations.tag_removed(SIGNED) == head
     assert mutations.tag_emptied(SIGNED) == head + "."
-    assert mutations.tag_halved(SIGNED) == f"{head}.{_b64u(encodings.b64decode(mac)[:16])}"  # type: ignore[index]
+    assert mutations.tag_halved(SIGNED) == f"{head}.{_b64u(decode.b64decode(mac)[:16])}"  # type: ignore[index]
     assert mutations.tag_text_halved(SIGNED) == f"{head}.{mac[: len(mac) // 2]}"
 
 
 def test_the_tag_of_a_two_part_token_is_its_last_16_bytes() -> None:
-    blob = encodings.b64decode(SEALED[4:])
+    blob = decode.b64decode(SEALED[4:])
     assert blob is not None
     assert mutations.tag_removed(SEALED) == "v1e." + _b64u(blob[:-16])
     assert mutations.tag_halved(SEALED) == "v1e." + _b64u(blob[:-8])
@@ -620,15 +924,59 @@ def test_a_random_state_keeps_the_prefix_and_the_length() -> None:
     assert len(mutations.random_like(STATE)) == len(STATE)
 
 
-def test_flip_avoids_separators_and_padding() -> None:
-    token = "ab.cd.ef=="
-    for fraction in (0.1, 0.3, 0.5):
-        changed = mutations.flip(fraction)(token)
-        assert changed is not None
-        where = [i for i, (a, b) in enumerate(zip(token, changed, strict=True)) if a != b]
-        assert where in ([3], [6])  # never b, d or f: the last character of a part may be padding bits
-    assert mutations.flip(0.7)(token) is None
-    assert mutations.flip(0.5)("a.") is None
+def test_a_flipped_bit_is_one_bit_of_the_decoded_bytes_spelled_as_the_server_spells_them() -> None:
+    shape = spelling.spelling(SEALED)
+    blob = decode.b64decode(SEALED[4:])
+    assert shape.prefix == "v1e."
+    assert shape.size == len(blob or b"")
+    for position in (0, 7, shape.size - 1):  # the nonce, and the tag's last byte
+        flipped = shape.flipped(position)
+        assert flipped is not None
+        assert flipped.startswith("v1e.")
+        assert "=" not in flipped
+        raw = decode.b64decode(flipped[4:])
+        assert raw is not None
+        assert [i for i, (a, b) in enumerate(zip(raw, blob or b"", strict=True)) if a != b] == [position]
+        assert raw[position] ^ (blob or b"")[position] == 1
+
+
+@pytest.mark.parametrize(
+    ("token", "encodings"),
+    [
+        ("6869" * 5 + ".AQID", ["hex", "base64url"]),
+        ("v1.aGk+Pz8=.AQID", ["base64, padded", "base64url"]),
+        ('{"a":"b.c"}', ["text"]),
+    ],
+)
+def test_each_part_is_read_in_its_own_spelling(token: str, encodings: list[str]) -> None:
+    shape = spelling.spelling(token)
+    assert [part.encoding for part in shape.parts] == encodings
+    assert shape.prefix == ("v1." if token.startswith("v1.") else "")
+    assert all(shape.flipped(position) != token for position in range(shape.size))
+
+
+def test_a_flip_in_plain_text_stays_text_and_skips_what_it_cannot_spell() -> None:
+    shape = spelling.spelling('{"n":"é1"}')
+    assert shape.flipped(8) == '{"n":"é0"}'
+    assert shape.flipped(6) is None  # a byte of é: no longer UTF-8
+
+
+def test_the_region_names_the_part_and_its_bytes() -> None:
+    shape = spelling.spelling(f"v1.{_b64u(bytes(range(10)))}.{_b64u(bytes(range(32)))}")
+    assert shape.region([2, 9]) == "bytes 2-9 of 10 of part 1 of 2 (base64url) after 'v1.'"
+    assert shape.region([12]) == "byte 2 of 32 of part 2 of 2 (base64url) after 'v1.'"
+
+
+def test_respellings_repad_and_swap_the_alphabet_after_the_prefix() -> None:
+    token = "v1e.ab-_cd"
+    assert spelling.respellings(token) == [
+        ("v1e.ab-_cd=", "with '=' appended"),
+        ("v1e.ab-_cd==", "with '==' appended"),
+        ("v1e.ab+/cd", "in the standard base64 alphabet (+/)"),
+    ]
+    assert [what for _, what in spelling.respellings("abcd")] == ["with '=' appended", "with '==' appended"]
+    assert spelling.respellings('{"a":1}') == []
+    assert spelling.respellings("YWI=") == []  # padded already: another padding is no longer base64
 
 
 LAYERED = {
@@ -645,69 +993,193 @@ LAYERED = {
 @pytest.mark.parametrize("wrapping", sorted(LAYERED))
 def test_a_layered_state_is_read_and_rebuilt_the_same_way(wrapping: str) -> None:
     token = LAYERED[wrapping]
-    reading = next(r for r in encodings.readings(token) if r.wrapping == wrapping)
+    reading = next(r for r in readings.readings(token) if r.wrapping == wrapping)
     assert reading.rebuild(reading.value) == token
 
 
 def test_an_unkeyed_hash_is_recognised_and_recomputed() -> None:
     token = f"{_b64u(STATE.encode())}.{hashlib.sha256(STATE.encode()).hexdigest()}"
-    reading = next(r for r in encodings.readings(token) if r.hashed is not None)
+    reading = next(r for r in readings.readings(token) if r.hashed is not None)
     assert reading.hashed == "sha256 hex of the decoded bytes"
-    edit = encodings.edits(reading.value)[0]
+    edit = edits.edits(reading.value, 1)[0]
     body, _, digest = reading.rebuild(edit.value).partition(".")
-    changed = encodings.b64decode(body)
+    changed = decode.b64decode(body)
     assert changed is not None
     assert json.loads(changed)["restaurant"] == "probex"
     assert digest == hashlib.sha256(changed).hexdigest()
 
 
+def test_an_unkeyed_hash_after_a_prefix_is_recognised_and_recomputed() -> None:
+    token = f"v1e.{_b64u(STATE.encode())}.{_b64u(hashlib.sha256(STATE.encode()).digest())}"
+    reading = next(r for r in readings.readings(token) if r.hashed is not None)
+    assert reading.hashed == "sha256 base64 of the decoded bytes after the prefix"
+    prefix, body, digest = reading.rebuild({"step": 9}).split(".")
+    assert (prefix, decode.b64decode(body)) == ("v1e", b'{"step":9}')
+    assert decode.b64decode(digest) == hashlib.sha256(b'{"step":9}').digest()
+
+
+def test_an_unkeyed_hash_appended_inside_the_decoded_bytes_is_recognised_and_recomputed() -> None:
+    token = "v1e." + _b64u(STATE.encode() + hashlib.sha256(STATE.encode()).digest())
+    reading = next(r for r in readings.readings(token) if r.hashed is not None)
+    assert reading.hashed == "sha256 appended"
+    raw = decode.b64decode(reading.rebuild({"step": 9}).removeprefix("v1e."))
+    assert raw == b'{"step":9}' + hashlib.sha256(b'{"step":9}').digest()
+
+
 def test_a_compression_bomb_is_not_inflated() -> None:
     bomb = _b64u(zlib.compress(b'{"a":"' + b"x" * (2 << 20) + b'"}'))
-    assert encodings.readings(bomb) == []
+    assert readings.readings(bomb) == []
+
+
+def test_json_nested_past_the_bound_is_not_read() -> None:
+    # issue 22: parse_json raised RecursionError on a state 50,000 deep.
+    deep = '{"a":' * 50_000 + "1" + "}" * 50_000
+    assert decode.parse_json(deep) is None
+    assert readings.readings(_b64u(deep.encode())) == []
+    assert decode.parse_json("[" + "1," * (1 << 20) + "1]") is None  # past the size bound
 
 
 def test_a_keyed_mac_is_not_taken_for_an_unkeyed_hash() -> None:
-    assert [r for r in encodings.readings(SIGNED) if r.hashed is not None] == []
+    assert [r for r in readings.readings(SIGNED) if r.hashed is not None] == []
 
 
 def test_a_jwt_is_re_signed_with_alg_none() -> None:
     header = _b64u(b'{"alg":"HS256","typ":"JWT"}')
     token = f"{header}.{_b64u(STATE.encode())}.{_b64u(bytes(32))}"
-    reading = encodings.alg_none(token)[0]
+    reading = readings.alg_none(token)[0]
     forged_header, payload, signature = reading.rebuild(reading.value).split(".")
-    assert json.loads(encodings.b64decode(forged_header) or b"") == {"alg": "none", "typ": "JWT"}
-    assert encodings.b64decode(payload) == STATE.encode()
+    assert json.loads(decode.b64decode(forged_header) or b"") == {"alg": "none", "typ": "JWT"}
+    assert decode.b64decode(payload) == STATE.encode()
     assert signature == ""
-    assert encodings.alg_none(SIGNED) == []  # a v1. token's first part is no JWT header
+    assert readings.alg_none(SIGNED) == []  # a v1. token's first part is no JWT header
 
 
-def test_edits_change_one_field_each_and_name_it() -> None:
-    found = encodings.edits({"a": "x", "n": 1, "flag": True})
-    assert [(e.value, e.field, e.change) for e in found] == [
-        ({"a": "xx", "n": 1, "flag": True}, "a", "'x' appended"),
-        ({"a": "x", "n": 2, "flag": True}, "n", "number +1"),
-        ({"a": "x", "n": 1, "flag": False}, "flag", "boolean flipped"),
+def test_edits_change_every_member_once_and_name_it() -> None:
+    found = edits.edits(
+        {"a": "x", "n": 1, "f": 1.5, "flag": True, "none": None, "d": "41", "l": [{"b": 2}]}, 99
+    )
+    assert [(e.field, e.change, e.kind) for e in found] == [
+        ("a", "'x' appended", "string"),
+        ("n", "number +1", "number"),
+        ("f", "number +1", "number"),
+        ("flag", "boolean flipped", "boolean"),
+        ("none", "null set to 'x'", "null"),
+        ("d", "number +1", "number"),
+        ("l[0].b", "number +1", "number"),
     ]
-    assert encodings.edits({"a": None}) == []
+    assert found[4].value == {
+        "a": "x",
+        "n": 1,
+        "f": 1.5,
+        "flag": True,
+        "none": "x",
+        "d": "41",
+        "l": [{"b": 2}],
+    }
+    assert found[6].value == {
+        "a": "x",
+        "n": 1,
+        "f": 1.5,
+        "flag": True,
+        "none": None,
+        "d": "41",
+        "l": [{"b": 3}],
+    }
+    assert edits.edits({"a": []}, 99) == []
 
 
 def test_edits_go_inside_a_state_nested_as_json_text() -> None:
-    (edit, *_) = encodings.edits({"s": '{"step":1,"who":"al"}', "exp": 5})
+    edit = edits.edits({"s": '{"step":1,"who":"al"}', "exp": 5}, 99)[1]
     assert edit.field == "s.who"
     assert edit.value == {"s": '{"step":1,"who":"alx"}', "exp": 5}
 
 
+def test_edits_past_the_limit_are_spread_over_the_state() -> None:
+    found = edits.edits({f"k{i}": i for i in range(100)}, 5)
+    assert [edit.field for edit in found] == ["k0", "k25", "k50", "k74", "k99"]
+
+
 def test_readable_sees_json_compressed_and_signed_payloads() -> None:
-    assert encodings.readable(SEALED) is None
-    assert encodings.readable(SIGNED) == "part 2 of 3: base64url(JSON), an object (keys: b, exp, id, s)"
-    assert encodings.readable('{"step":1}') == "JSON, an object (keys: step)"
-    assert encodings.readable(LAYERED["base64url(zlib(JSON))"]) == (
+    assert edits.readable(SEALED) is None
+    assert edits.readable(SIGNED) == "part 2 of 3: base64url(JSON), an object (keys: b, exp, id, s)"
+    assert edits.readable('{"step":1}') == "JSON, an object (keys: step)"
+    assert edits.readable(LAYERED["base64url(zlib(JSON))"]) == (
         "base64url(zlib(JSON)), an object (keys: price, restaurant, step)"
     )
-    assert encodings.readable("step 1; user alice") == "the state is plain text, not an encoding"
+    assert edits.readable("step 1; user alice") == "the state is plain text, not an encoding"
     text = base64.urlsafe_b64encode(b"this is a long readable sentence").decode()
-    assert encodings.readable(text) == "part 1 base64-decodes to readable text"
-    assert encodings.readable(base64.urlsafe_b64encode(os.urandom(64)).decode().rstrip("=")) is None
+    assert edits.readable(text) == "part 1 base64-decodes to readable text"
+    assert edits.readable(base64.urlsafe_b64encode(os.urandom(64)).decode().rstrip("=")) is None
+
+
+JWT_HEADER = _b64u(b'{"alg":"HS256","typ":"JWT"}')
+
+
+def _jwt(key: bytes, payload: str) -> str:
+    signing = f"{JWT_HEADER}.{_b64u(payload.encode())}"
+    return f"{signing}.{_b64u(hmac.digest(key, signing.encode(), 'sha256'))}"
+
+
+def _hit(token: str) -> tuple[guess.Mac, guess.Secret] | None:
+    return guess.first_hit(guess.macs(token), list(guess.secrets([])))
+
+
+def test_a_jwt_signed_with_a_sample_key_of_the_docs_is_guessed_and_forged() -> None:
+    token = _jwt(b"your-256-bit-secret", STATE)  # jwt.io's sample key
+    hit = _hit(token)
+    assert hit is not None
+    mac, secret = hit
+    assert mac.what == "HMAC-SHA256 of the text before the last '.'"
+    assert secret.source.startswith("the built-in list of common secrets, line ")
+    forged, what = mac.forge(secret.key)[0]
+    assert what == "`restaurant` changed ('x' appended)"
+    assert forged.startswith(JWT_HEADER + ".")
+    assert forged == _jwt(
+        b"your-256-bit-secret",
+        json.dumps({"restaurant": "probex", "step": 1, "price": 20}, separators=(",", ":")),
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "algorithm"), [(20, "sha1"), (32, "sha256"), (48, "sha384"), (64, "sha512")]
+)
+def test_a_mac_appended_in_the_blob_is_guessed_whatever_its_size(size: int, algorithm: str) -> None:
+    token = "v1." + _b64u(STATE.encode() + hmac.digest(b"changeme", STATE.encode(), algorithm))
+    hit = _hit(token)
+    assert hit is not None
+    assert hit[0].what == f"HMAC-{algorithm.upper()} appended to the decoded content"
+    assert hit[1].key == b"changeme"
+
+
+def test_the_empty_secret_is_tried_first() -> None:
+    hit = _hit(f"{_b64u(STATE.encode())}.{hmac.digest(b'', STATE.encode(), 'sha256').hex()}")
+    assert hit is not None
+    assert hit[1].source == "the empty secret"
+    assert hit[0].what == "HMAC-SHA256 of the text before the last '.' of the decoded bytes"
+
+
+def test_no_mac_is_found_in_an_opaque_or_unsigned_token() -> None:
+    assert guess.macs(SEALED) == []  # nothing readable to sign
+    assert guess.macs(STATE) == []
+    assert _hit(SIGNED) is None  # our own v1.: a MAC over readable content, under a key no list holds
+
+
+def test_the_built_in_list_holds_the_common_secrets() -> None:
+    keys = [secret.key for secret in guess.secrets([])]
+    assert len(keys) >= 100
+    for common in (b"", b"secret", b"changeme", b"password", b"key", b"your-256-bit-secret", b"keyboard cat"):
+        assert common in keys
+
+
+def test_a_wordlist_is_read_line_by_line_and_an_overlong_line_skipped(tmp_path: Path) -> None:
+    wordlist = tmp_path / "words.txt"
+    wordlist.write_bytes(b"alpha\r\n" + b"x" * 5000 + b"\n\nomega")
+    extra = [s for s in guess.secrets([wordlist]) if s.source.startswith("--wordlist")]
+    assert [(s.key, s.source) for s in extra] == [
+        (b"alpha", f"--wordlist {wordlist}, line 1"),
+        (b"", f"--wordlist {wordlist}, line 3"),
+        (b"omega", f"--wordlist {wordlist}, line 4"),
+    ]
 
 
 def test_placeholder_arguments_fill_required_properties_from_the_schema() -> None:
@@ -773,6 +1245,25 @@ def test_answers_cover_every_kind_of_input_request() -> None:
     assert placeholders.answers(None) == {}
 
 
+def test_a_hostile_schema_gets_bounded_placeholders() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(100):
+        deep = {"type": "object", "properties": {"a": deep}, "required": ["a"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "many": {"type": "array", "items": {"type": "integer"}, "minItems": 10**9},
+            "long": {"type": "string", "minLength": 10**9},
+            "deep": deep,
+        },
+        "required": ["many", "long", "deep", {"not": "a name"}],
+    }
+    arguments = placeholders.placeholder_arguments(Tool(name="t", input_schema=schema))
+    assert arguments["many"] == [1] * 64
+    assert arguments["long"] == "probe".ljust(1024, "x")
+    assert len(json.dumps(arguments["deep"])) < 200
+
+
 def test_report_exit_codes_and_summary() -> None:
     target = probe.Target(
         url="http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer s3cret"}, env={"TOKEN": "s3cret"}
@@ -782,7 +1273,7 @@ def test_report_exit_codes_and_summary() -> None:
     assert report.exit_code == 0
     assert report.summary() == (
         "1 PASS, 0 FAIL, 1 WARN, 0 INFO, 0 SKIP: no attempt was accepted, "
-        "but some refusals looked like crashes (WARN), which prove nothing"
+        "but WARN rows prove nothing: read them"
     )
     report.checks.append(probe.Check("b", "b", "ERROR", "lost"))
     assert report.exit_code == 2
@@ -792,9 +1283,23 @@ def test_report_exit_codes_and_summary() -> None:
     assert "s3cret" not in report.table() + json.dumps(report.to_json())
 
 
-def test_the_table_says_what_a_pass_does_not_prove() -> None:
-    table = probe.Report(probe.Target(command=("srv",))).table()
-    assert "It does not prove the state unforgeable" in table.replace("\n", " ")
+def test_the_table_says_what_a_pass_proves_and_what_not() -> None:
+    table = probe.Report(probe.Target(command=("srv",))).table().replace("\n", " ")
+    assert "A PASS means the server refused that attempt" in table
+    assert "It does not prove the state unforgeable" in table
+    assert "A FAIL names the flaw it proves" in table
+
+
+def test_a_fail_shows_its_flaw_before_its_evidence() -> None:
+    report = probe.Report(probe.Target(command=("srv",)))
+    report.checks = [
+        probe.Check("expiry", "state used after expiry", "FAIL", "accepted 3 s after", "the flaw")
+    ]
+    assert (
+        report.table().splitlines()[7]
+        == "state used after expiry  FAIL    the flaw. Evidence: accepted 3 s after"
+    )
+    assert report.to_json()["checks"][0]["flaw"] == "the flaw"
 
 
 def test_server_text_is_escaped_in_the_table() -> None:

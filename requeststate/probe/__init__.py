@@ -3,13 +3,21 @@
 The probe is an MCP client (the official SDK's, protocol 2026-07-28). It finds a
 tool, prompt or resource that answers "input required" with a ``requestState``,
 then tries what an attacker holding only the client's view would try, each on a
-fresh first round: tamper with the bytes (a byte flipped, truncated, extended,
-the MAC or tag removed or truncated, the prefix swapped, re-padded), send a
-state the server never minted, forge a changed state without the key (JSON,
-form text, base64, hex, zlib and gzip read and re-encoded; an unkeyed hash
-recomputed; a JWT re-signed with ``alg: none``), and redeem a genuine state
-where it does not belong: with other arguments, at another target, as another
-user, after it expired, twice. It needs nothing from the server but the wire.
+fresh first round:
+
+- change the bytes: single bits flipped across the decoded token (base64, hex,
+  behind any prefix, spelled back as the server spells it), truncated, extended,
+  the MAC or tag removed or truncated, the prefix swapped, a random state;
+- forge a changed state without the key: every member of a readable state edited
+  in turn (JSON, form text, base64, hex, zlib and gzip read and re-encoded, behind
+  any prefix), an unkeyed hash recomputed, the MAC's key guessed offline from a
+  list of common secrets (and the user's, ``Options.wordlists``) and proven by a
+  state signed with it, a JWT re-signed with ``alg: none``;
+- spell the same token otherwise (re-padded, the other base64 alphabet);
+- redeem a genuine state where it does not belong: with other arguments, at
+  another target, as another user, after it expired, twice.
+
+It needs nothing from the server but the wire.
 
 How an answer is judged:
 
@@ -24,11 +32,20 @@ How an answer is judged:
   way, so this proves nothing; a random state answered so is a FAIL (it
   reached the handler).
 - **Accepted** (FAIL): anything else, a normal result or an input-required
-  that moves on (asks something else).
+  that moves on (asks something else). Each FAIL names the flaw it proves
+  (``Check.flaw``). Another spelling of the same token accepted is a WARN, not
+  a FAIL: the server decodes leniently, which matters to a replay guard keyed on
+  the token's text, not to integrity; unless the state has no integrity at all.
 - A lost connection or a timeout is neither: the check reports ERROR.
 
-A PASS proves that this attempt was refused, no more: the probe has no key and
-knows common encodings, not every one.
+A PASS proves that this attempt was refused, no more: the probe has no key,
+knows common encodings and common secrets, not every one, and edits a bounded
+sample of bytes and members.
+
+A hostile server cannot break the probe: every message it sends is bounded (4 MiB,
+50,000 JSON values), every parse is bounded in size and depth, listings stop after
+a few pages, and a server that breaks the protocol ends the probe with
+``ProbeError`` (exit 2), never a verdict on its state.
 
 The package imports ``mcp``; the command line imports it only when ``probe`` runs.
 """

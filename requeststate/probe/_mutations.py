@@ -5,20 +5,18 @@ Each mutation returns the changed token, or ``None`` when it does not apply to t
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Callable
 from typing import Final, TypeAlias
 
 from requeststate._modes import MODE_BY_PREFIX, Mode
 
-from ._encodings import b64decode, b64encode_like
+from ._decode import TOKEN, b64decode, b64encode_like
+from ._readings import PREFIX
 
 Mutation: TypeAlias = Callable[[str], "str | None"]
 """A change to a token; ``None`` when it does not apply to this token."""
 
-PREFIX: Final = re.compile(r"[A-Za-z0-9_-]{1,16}")
-_TOKEN: Final = re.compile(r"[A-Za-z0-9_\-+/.=]+")  # base64 parts and dots: where a MAC or tag can be
 _VERSION_OF: Final = {mode: prefix[:-1] for prefix, mode in MODE_BY_PREFIX.items()}
 # Each of our versions swapped for another of ours: signed <-> encrypted, xchacha -> encrypted.
 _KNOWN_PREFIXES: Final = {
@@ -31,20 +29,6 @@ _KNOWN_PREFIXES: Final = {
 }
 _BLOB_TAG_BYTES: Final = 16  # the AEAD tag (GCM, Poly1305) at the end of a one-blob token
 _MIN_BLOB_BYTES: Final = _BLOB_TAG_BYTES + 1
-
-
-def flip(fraction: float) -> Mutation:
-    """Change one base64url character, away from any '.', '=' or part end (a real byte changes)."""
-
-    def mutate(token: str) -> str | None:
-        start = max(1, int(len(token) * fraction))
-        for index in range(start, len(token) - 1):
-            if token[index] not in ".=" and token[index + 1] not in ".=":
-                swapped = "A" if token[index] != "A" else "B"
-                return token[:index] + swapped + token[index + 1 :]
-        return None
-
-    return mutate
 
 
 def truncated(token: str) -> str | None:
@@ -74,7 +58,7 @@ def _blob(token: str) -> tuple[str, str] | None:
 
 def tag_removed(token: str) -> str | None:
     """The MAC or tag removed: the last part and its dot, or a one-blob token's last 16 bytes."""
-    if not _TOKEN.fullmatch(token):
+    if not TOKEN.fullmatch(token):
         return None
     blob = _blob(token)
     if blob is None:
@@ -88,14 +72,14 @@ def tag_removed(token: str) -> str | None:
 
 def tag_emptied(token: str) -> str | None:
     """The MAC emptied: the last part of a token of two or more parts, its dot kept (``payload.``)."""
-    if not _TOKEN.fullmatch(token) or _blob(token) is not None:
+    if not TOKEN.fullmatch(token) or _blob(token) is not None:
         return None
     return token.rpartition(".")[0] + "."
 
 
 def tag_halved(token: str) -> str | None:
     """The MAC or tag cut to half its bytes: of the last part, or of a one-blob token's last 16 bytes."""
-    if not _TOKEN.fullmatch(token):
+    if not TOKEN.fullmatch(token):
         return None
     blob = _blob(token)
     if blob is None:
@@ -113,7 +97,7 @@ def tag_halved(token: str) -> str | None:
 
 def tag_text_halved(token: str) -> str | None:
     """The last part cut to half its characters: a MAC compared as text, a prefix at a time."""
-    if not _TOKEN.fullmatch(token) or _blob(token) is not None:
+    if not TOKEN.fullmatch(token) or _blob(token) is not None:
         return None
     head, _, mac = token.rpartition(".")
     return f"{head}.{mac[: len(mac) // 2]}" if len(mac) >= 2 else None
@@ -125,11 +109,6 @@ def prefix_swapped(token: str) -> str | None:
     if not dot or not PREFIX.fullmatch(prefix):
         return None
     return _KNOWN_PREFIXES.get(prefix, prefix + "x") + "." + rest
-
-
-def repadded(padding: str) -> Mutation:
-    """Append base64 padding."""
-    return lambda token: token + padding
 
 
 def random_like(token: str) -> str:

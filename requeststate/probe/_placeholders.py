@@ -23,11 +23,15 @@ from mcp_types import (
 
 _TEMPLATE_VARIABLE: Final = re.compile(r"\{[^{}]*\}")
 PLACEHOLDER: Final = "probe"
+# A schema comes from the server: its nesting, array sizes and string lengths are taken only so far.
+_MAX_DEPTH: Final = 16
+_MAX_ITEMS: Final = 64
+_MAX_LENGTH: Final = 1024
 
 
-def _placeholder(schema: object) -> object:
+def _placeholder(schema: object, depth: int) -> object:
     """A plausible value for ``schema``: the same one every time, so every round is answered alike."""
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
         return PLACEHOLDER
     for keyword in ("const", "default"):
         if keyword in schema:
@@ -37,7 +41,7 @@ def _placeholder(schema: object) -> object:
     for keyword in ("anyOf", "oneOf", "allOf"):
         branches = schema.get(keyword)
         if isinstance(branches, list) and branches:
-            return _placeholder(branches[0])
+            return _placeholder(branches[0], depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
@@ -52,9 +56,9 @@ def _placeholder(schema: object) -> object:
     if kind == "array":
         items = schema.get("items")
         count = schema.get("minItems")
-        return [_placeholder(items)] * (count if isinstance(count, int) else 0)
+        return [_placeholder(items, depth + 1)] * (min(count, _MAX_ITEMS) if isinstance(count, int) else 0)
     if kind == "object" or "properties" in schema:
-        return _object(schema, every_property=False)
+        return _object(schema, every_property=False, depth=depth + 1)
     return _string(schema)
 
 
@@ -69,19 +73,21 @@ def _string(schema: Mapping[str, Any]) -> str:
     text = by_format.get(str(schema.get("format")), PLACEHOLDER)
     shortest, longest = schema.get("minLength"), schema.get("maxLength")
     if isinstance(shortest, int):
-        text = text.ljust(shortest, "x")
+        text = text.ljust(min(shortest, _MAX_LENGTH), "x")
     if isinstance(longest, int):
         text = text[:longest]
     return text
 
 
-def _object(schema: Mapping[str, Any], *, every_property: bool) -> dict[str, Any]:
+def _object(schema: Mapping[str, Any], *, every_property: bool, depth: int = 0) -> dict[str, Any]:
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         return {}
     required = schema.get("required")
-    wanted = set(required) if isinstance(required, list) else set()
-    return {name: _placeholder(sub) for name, sub in properties.items() if every_property or name in wanted}
+    wanted = {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
+    return {
+        name: _placeholder(sub, depth) for name, sub in properties.items() if every_property or name in wanted
+    }
 
 
 def placeholder_arguments(tool: Tool) -> dict[str, Any]:

@@ -6,14 +6,17 @@ import json
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 Result: TypeAlias = Literal["PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR"]
-"""PASS: refused as it should be (a JSON-RPC error or a re-elicit). FAIL: accepted what it
-should have refused. WARN: refused only by a tool error result (``isError``) or an internal
-error (-32603), which is also what a handler crashing on the mutated state answers, so it
-proves nothing. INFO: worth knowing, not a failure. SKIP: not applicable to this server, or
-it needs an option. ERROR: the check could not complete."""
+"""PASS: refused as it should be (a JSON-RPC error or a re-elicit), or, for the key guess, no
+common secret makes the MAC. FAIL: accepted what it should have refused; the row names the flaw
+that proves. WARN: worth a look, proves nothing: a refusal only by a tool error result
+(``isError``) or an internal error (-32603), which is also what a handler crashing on the
+mutated state answers; another spelling of the same token accepted; a guessable key whose
+forgeries were refused. INFO: worth knowing, not a failure. SKIP: not applicable to this
+server, or it needs an option. ERROR: the check could not complete."""
 
 RESULTS: Final[tuple[Result, ...]] = ("PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR")
 EXIT_OK: Final = 0
@@ -21,9 +24,10 @@ EXIT_FAIL: Final = 1
 EXIT_SETUP: Final = 2
 
 VERDICT_SCOPE: Final = (
-    "A PASS means the server refused that attempt, by a JSON-RPC error or a re-elicit. It does not "
-    "prove the state unforgeable: the probe knows common encodings, not every one, and has no key. "
-    "SKIP rows were not tested, WARN rows prove nothing."
+    "A PASS means the server refused that attempt (by a JSON-RPC error or a re-elicit), or that no "
+    "secret tried makes its MAC: no more. It does not prove the state unforgeable: the probe has no "
+    "key, knows common encodings and secrets, not every one, and edits a bounded sample of bytes and "
+    "members. A FAIL names the flaw it proves. SKIP rows were not tested, WARN rows prove nothing."
 )
 
 
@@ -81,7 +85,8 @@ class Options:
     into FAIL. ``ttl`` is the server's state lifetime in seconds, for the expiry check (the
     probe waits it out). ``second`` is the same server as another identity (other headers,
     another environment, or another in-process server object sharing the keys), for the
-    other-user check.
+    other-user check. ``wordlists`` are files of secrets, one a line, that the key guess tries
+    after its built-in list of common secrets.
     """
 
     tool: str | None = None
@@ -90,16 +95,22 @@ class Options:
     require_confidential: bool = False
     ttl: float | None = None
     second: Target | None = None
+    wordlists: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
 class Check:
-    """One line of the report."""
+    """One line of the report: ``flaw`` is what a FAIL proves (empty otherwise), ``detail`` the evidence."""
 
     id: str
     name: str
     result: Result
     detail: str
+    flaw: str = ""
+
+    def text(self) -> str:
+        """The detail as the table shows it: a FAIL's flaw first, then its evidence."""
+        return f"{self.flaw}. Evidence: {self.detail}" if self.flaw else self.detail
 
 
 @dataclass
@@ -140,7 +151,7 @@ class Report:
             EXIT_SETUP: "some checks could not complete",
         }[self.exit_code]
         if self.exit_code == EXIT_OK and counts["WARN"]:
-            verdict += ", but some refusals looked like crashes (WARN), which prove nothing"
+            verdict += ", but WARN rows prove nothing: read them"
         return f"{', '.join(shown)}: {verdict}"
 
     def table(self) -> str:
@@ -157,7 +168,7 @@ class Report:
         ]
         width = max([len("CHECK"), *(len(check.name) for check in self.checks)])
         lines.append(f"{'CHECK':{width}}  RESULT  DETAIL")
-        lines += [f"{check.name:{width}}  {check.result:6}  {escape(check.detail)}" for check in self.checks]
+        lines += [f"{check.name:{width}}  {check.result:6}  {escape(check.text())}" for check in self.checks]
         lines += ["", self.summary(), *textwrap.wrap(VERDICT_SCOPE, width=100)]
         return "\n".join(lines)
 
@@ -172,7 +183,8 @@ class Report:
             "state": self.state,
             "baseline": self.baseline,
             "checks": [
-                {"id": c.id, "name": c.name, "result": c.result, "detail": c.detail} for c in self.checks
+                {"id": c.id, "name": c.name, "result": c.result, "flaw": c.flaw, "detail": c.detail}
+                for c in self.checks
             ],
             "summary": dict(self.counts()),
             "verdict_scope": VERDICT_SCOPE,

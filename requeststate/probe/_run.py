@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, TextIO
@@ -14,15 +16,16 @@ from typing import Any, Final, TextIO
 import anyio
 import httpx2
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ._checks import Plan, run_checks
-from ._encodings import parse_json
-from ._mutations import PREFIX
+from ._checks import run_checks
+from ._decode import parse_json
+from ._guess import check_wordlists
 from ._placeholders import answers
+from ._plan import Plan
+from ._readings import PREFIX
 from ._report import EXIT_SETUP, Options, Report, Target, escape
 from ._session import (
     Endpoint,
@@ -37,8 +40,9 @@ from ._session import (
     signature,
     tool_candidate,
 )
+from ._transport import BoundedTransport, ProtocolBreak, stdio
 
-DEFAULT_TIMEOUT: Final = 20.0
+DEFAULT_TIMEOUT: Final = 60.0
 _SERVER_LOG_LINES: Final = 20
 _UNAUTHORIZED: Final = frozenset({401, 403})
 _DEFAULTS: Final = Options()
@@ -60,7 +64,11 @@ async def _connect(target: Target, server_log: TextIO) -> AsyncIterator[Client]:
     async with AsyncExitStack() as stack:
         if target.url is not None:
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=dict(target.headers), event_hooks={"response": [statuses]})
+                httpx2.AsyncClient(
+                    headers=dict(target.headers),
+                    event_hooks={"response": [statuses]},
+                    transport=BoundedTransport(),
+                )
             )
             transport: Any = streamable_http_client(target.url, http_client=http)
         elif target.server is not None:
@@ -68,11 +76,7 @@ async def _connect(target: Target, server_log: TextIO) -> AsyncIterator[Client]:
         else:
             # The command is the user's own, as in a shell: it inherits the environment (its keys
             # included), unlike the SDK's default of a safe subset for servers an app launches.
-            command, *args = target.command
-            env = {**os.environ, **target.env}
-            transport = stdio_client(
-                StdioServerParameters(command=command, args=args, env=env), errlog=server_log
-            )
+            transport = stdio(target.command, {**os.environ, **target.env}, server_log)
         try:
             client = await stack.enter_async_context(Client(transport, cache=None))
         except Exception as error:  # any failure to start or connect is a setup error
@@ -82,7 +86,10 @@ async def _connect(target: Target, server_log: TextIO) -> AsyncIterator[Client]:
                     f"the server answered HTTP {denied[0]}: it wants credentials; pass them with "
                     "--header 'Authorization: Bearer ...' (repeatable, never printed)"
                 ) from None
-            raise ProbeError(f"could not connect to the server: {_reason(error)}") from None
+            broken = _protocol_break(error)
+            if broken is not None:
+                raise ProbeError(str(broken)) from None
+            raise ProbeError(f"could not connect to the server: {_reason(_leaf(error))}") from None
         yield client
 
 
@@ -99,41 +106,83 @@ async def _session(target: Target, server_log: TextIO, loose: bool) -> AsyncIter
         raise failure
 
 
-def _reason(error: BaseException) -> str:
+def _leaf(error: BaseException) -> BaseException:
+    """The one exception inside nested groups of one (a task group's wrapping), else ``error``."""
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         error = error.exceptions[0]
+    return error
+
+
+def _protocol_break(error: BaseException) -> ProtocolBreak | None:
+    """The ``ProtocolBreak`` in ``error`` or its groups: the server's fault, whatever else then broke."""
+    if isinstance(error, ProtocolBreak):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _protocol_break(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _reason(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}" if str(error) else text
 
 
 async def probe(
-    target: Target, options: Options = _DEFAULTS, *, timeout: float | None = None, server_log: TextIO
+    target: Target,
+    options: Options = _DEFAULTS,
+    *,
+    timeout: float | None = None,
+    server_log: TextIO,
+    progress: TextIO | None = None,
 ) -> Report:
     """Probe the server at ``target``; raises ``ProbeError`` when it cannot (exit code 2).
 
     ``timeout`` bounds the probe's own work (``TimeoutError``); the expiry check's wait comes
-    on top. ``server_log`` receives the stderr of a server spawned over stdio.
+    on top. ``server_log`` receives the stderr of a server spawned over stdio. ``progress``,
+    if given, receives a line per check as it runs, with its time. A server that breaks the
+    protocol (stdout that is not JSON-RPC, a message past the probe's bounds) ends the probe
+    with ``ProbeError``, never with a verdict on its state.
     """
     if not target.command and target.url is None and target.server is None:
         raise ProbeError("name a server: a command after --, or --url")
-    with anyio.fail_after(timeout) as scope:
+    unreadable = check_wordlists(options.wordlists)
+    if unreadable is not None:
+        raise ProbeError(unreadable)
+    try:
+        with anyio.fail_after(timeout) as scope:
 
-        def extend(seconds: float) -> None:
-            scope.deadline += seconds
+            def extend(seconds: float) -> None:
+                scope.deadline += seconds
 
-        return await _probe(target, options, extend, server_log)
+            return await _probe(target, options, extend, server_log, progress)
+    except Exception as error:
+        broken = _protocol_break(error)
+        if broken is None:
+            raise
+        raise ProbeError(str(broken)) from None
 
 
 async def _probe(
-    target: Target, options: Options, extend: Callable[[float], None], server_log: TextIO
+    target: Target,
+    options: Options,
+    extend: Callable[[float], None],
+    server_log: TextIO,
+    progress: TextIO | None,
 ) -> Report:
     report = Report(target)
     failure: ProbeError | None = None
+    started = time.monotonic()
     async with _connect(target, server_log) as client:
         # Raised in here, an error would reach the caller wrapped in the transport's exception
         # group: keep it until the connection is closed.
         try:
             session, first, other = await _set_up(client, report, options.tool, options.arguments)
+            if progress is not None:
+                found = f"{report.kind} {report.tool}"
+                progress.write(f"probing {escape(found)} ({time.monotonic() - started:.1f} s to set up)\n")
             second = options.second
             plan = Plan(
                 session,
@@ -144,7 +193,7 @@ async def _probe(
                 again=partial(_session, target, server_log, session.loose),
                 second=None if second is None else partial(_session, second, server_log, session.loose),
             )
-            await run_checks(plan, report)
+            await run_checks(plan, report, progress)
         except ProbeError as error:
             failure = error
     if failure is not None:
@@ -254,6 +303,18 @@ def _tail(log: TextIO) -> str:
     return "\n".join(f"  | {escape(line)}" for line in lines)
 
 
+@contextmanager
+def _sdk_quiet() -> Iterator[None]:
+    """The SDK's logger silenced: the probe reports what went wrong itself, without a traceback."""
+    logger = logging.getLogger("mcp")
+    saved = logger.level
+    logger.setLevel(logging.CRITICAL + 1)  # its modules' loggers inherit the level (disabled does not)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
+
+
 def run(
     target: Target,
     options: Options = _DEFAULTS,
@@ -262,16 +323,20 @@ def run(
     as_json: bool = False,
     out: TextIO,
     err: TextIO,
+    progress: TextIO | None = None,
 ) -> int:
     """Run the probe, print the table (or JSON) to ``out`` and errors to ``err``; return the exit code.
 
-    ``timeout`` bounds the probe's own work; the expiry check's wait comes on top.
+    ``timeout`` bounds the probe's own work; the expiry check's wait comes on top. ``progress``
+    receives a line per check as it runs (the command line passes its stderr when that is a
+    terminal and the report is not JSON). The exit code is never 1 unless a check FAILed: a
+    probe that cannot finish, whatever the server did, exits 2.
     """
 
     async def bounded() -> Report:
-        return await probe(target, options, timeout=timeout, server_log=server_log)
+        return await probe(target, options, timeout=timeout, server_log=server_log, progress=progress)
 
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as server_log:
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as server_log, _sdk_quiet():
         try:
             report = anyio.run(bounded)
         except (ProbeError, TimeoutError) as error:
@@ -282,6 +347,13 @@ def run(
             tail = _tail(server_log)
             if tail:
                 print(f"the server's stderr (last lines):\n{tail}", file=err)
+            return EXIT_SETUP
+        except Exception as error:  # a bug of ours must not read as a FAIL (exit 1) in CI
+            reason = escape(_reason(_leaf(error)).partition("\n")[0][:200])
+            print(
+                f"error: the probe failed ({reason}): a bug in the probe, please report it",
+                file=err,
+            )
             return EXIT_SETUP
     if as_json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=True), file=out)

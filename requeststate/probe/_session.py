@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
+    PARSE_ERROR,
     REQUEST_TIMEOUT,
     CallToolResult,
     GetPromptResult,
@@ -26,7 +27,7 @@ from mcp_types import (
     Tool,
 )
 
-from ._encodings import edits
+from ._edits import edits
 from ._placeholders import answers, every_argument, expand, placeholder_arguments, prompt_arguments
 
 
@@ -41,7 +42,13 @@ class TransportFailure(Exception):
 Kind: TypeAlias = Literal["tool", "prompt", "resource"]
 Answer: TypeAlias = CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
 
-_TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
+# No refusal of the state: the connection failed, or (-32700) the server's answer could not be read.
+_TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, PARSE_ERROR})
+_NOT_MCP: Final = "the server's answer is not a valid MCP result (the SDK refused its shape)"
+MAX_PAGES: Final = 5
+"""The most pages of one listing (tools, prompts, resources, templates) read: a cursor may never end."""
+MAX_LISTED: Final = 500
+"""The most items of one listing kept."""
 _COMPLETED: Final = {
     "tool": "the tool completed",
     "prompt": "the prompt was returned",
@@ -135,9 +142,14 @@ class Session:
         result: object
         try:
             if kind == "tool":
-                result = await session.call_tool(
-                    name, sent, allow_input_required=True, request_state=state, input_responses=replies
-                )
+                try:
+                    result = await session.call_tool(
+                        name, sent, allow_input_required=True, request_state=state, input_responses=replies
+                    )
+                except RuntimeError:
+                    # The SDK's documented refusal of a completed result whose structured content
+                    # fails the tool's output schema: the tool completed all the same.
+                    result = CallToolResult(content=[])
             elif kind == "prompt":
                 result = await session.get_prompt(
                     name,
@@ -154,6 +166,8 @@ class Session:
             if error.code in _TRANSPORT_CODES:
                 raise TransportFailure(error_text(error)) from None
             raise
+        except ValueError:  # pydantic's ValidationError: the answer is no MCP result
+            raise TransportFailure(_NOT_MCP) from None
         if not isinstance(
             result, CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
         ):
@@ -221,10 +235,12 @@ Candidate: TypeAlias = tuple[Kind, str, dict[str, Any], "dict[str, Any] | None"]
 
 
 def _changed(arguments: dict[str, Any], every: dict[str, Any]) -> dict[str, Any] | None:
-    """The arguments with one value changed; with none, every declared one; ``None`` if there are none."""
-    found = edits(arguments)
+    """The arguments with one value changed (a string, if any: the likeliest to stay valid); with
+    none, every declared one; ``None`` if there are none."""
+    found = edits(arguments, MAX_LISTED)
     if found:
-        changed: dict[str, Any] = found[0].value  # type: ignore[assignment]
+        edit = next((edit for edit in found if edit.kind == "string"), found[0])
+        changed: dict[str, Any] = edit.value  # type: ignore[assignment]
         return changed
     return every or None
 
@@ -261,11 +277,17 @@ async def candidates(client: Client, tools: list[Tool], arguments: dict[str, Any
 
 
 async def _listed(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
-    listed = await fetch()
-    items = list(getattr(listed, field))
-    while listed.next_cursor:
-        listed = await fetch(cursor=listed.next_cursor)
-        items += getattr(listed, field)
+    """A listing across its pages, up to ``MAX_PAGES`` pages and ``MAX_LISTED`` items."""
+    try:
+        listed = await fetch()
+        items = list(getattr(listed, field))[:MAX_LISTED]
+        pages = 1
+        while listed.next_cursor and pages < MAX_PAGES and len(items) < MAX_LISTED:
+            listed = await fetch(cursor=listed.next_cursor)
+            pages += 1
+            items += getattr(listed, field)[: MAX_LISTED - len(items)]
+    except ValueError:  # pydantic's ValidationError
+        raise TransportFailure(_NOT_MCP) from None
     return items
 
 

@@ -1,0 +1,120 @@
+"""A token as bytes in the server's own spelling: for flipping single bits of what it encodes.
+
+A token is read as an optional prefix (``v1e.``), then parts separated by dots, each
+decoded from hex or base64 (either alphabet, padded or not); a token that is not an
+encoding (JSON, plain text) is one part of its own characters. A flipped bit is
+spelled back exactly as the server spells the part, so the server decodes the very
+bytes the probe changed: a server that authenticates its state refuses every one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ._decode import BASE64, HEX, TOKEN, b64decode, b64encode_like, hex_like
+from ._readings import PREFIX
+
+
+@dataclass(frozen=True)
+class Part:
+    """One dot-separated part: its text, its bytes, the name of its spelling, how to spell new bytes alike."""
+
+    text: str
+    raw: bytes
+    encoding: str
+    spell: Callable[[bytes], str]
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """A token as ``prefix`` (with its dot, or empty) and decoded ``parts``."""
+
+    prefix: str
+    parts: tuple[Part, ...]
+
+    @property
+    def size(self) -> int:
+        """How many bytes the parts hold together."""
+        return sum(len(part.raw) for part in self.parts)
+
+    def locate(self, position: int) -> tuple[int, int]:
+        """``(part index, byte offset in it)`` of byte ``position`` of the parts taken together."""
+        for index, part in enumerate(self.parts):
+            if position < len(part.raw):
+                return index, position
+            position -= len(part.raw)
+        raise IndexError(position)
+
+    def flipped(self, position: int) -> str | None:
+        """The token with the lowest bit of byte ``position`` flipped, spelled as the server spells it.
+
+        The lowest bit: it keeps a digit a digit and a letter a letter, so a plaintext
+        under an unauthenticated cipher stays well-formed, and its acceptance shows.
+        ``None`` where the change cannot be spelled (a non-ASCII byte of plain text).
+        """
+        index, offset = self.locate(position)
+        part = self.parts[index]
+        raw = bytearray(part.raw)
+        raw[offset] ^= 1
+        if part.encoding == "text" and raw[offset] >= 0x80:
+            return None
+        texts = [p.text for p in self.parts]
+        texts[index] = part.spell(bytes(raw))
+        return self.prefix + ".".join(texts)
+
+    def region(self, positions: list[int]) -> str:
+        """Where ``positions`` lie: ``bytes 3-40 of 58 of part 2 of 2 (base64url)``, a clause per part."""
+        by_part: dict[int, list[int]] = {}
+        for position in positions:
+            index, offset = self.locate(position)
+            by_part.setdefault(index, []).append(offset)
+        clauses = []
+        for index, offsets in by_part.items():
+            part = self.parts[index]
+            span = f"byte {offsets[0]}" if len(offsets) == 1 else f"bytes {offsets[0]}-{offsets[-1]}"
+            where = f" of part {index + 1} of {len(self.parts)}" if len(self.parts) > 1 else ""
+            clauses.append(f"{span} of {len(part.raw)}{where} ({part.encoding})")
+        after = f" after '{self.prefix}'" if self.prefix else ""
+        return "; ".join(clauses) + after
+
+
+def _text_part(text: str) -> Part:
+    return Part(text, text.encode("utf-8"), "text", lambda raw: raw.decode("utf-8"))
+
+
+def _part(text: str) -> Part:
+    if len(text) >= 2 and HEX.fullmatch(text):
+        return Part(text, bytes.fromhex(text), "hex", hex_like(text))
+    raw = b64decode(text) if BASE64.fullmatch(text) or not text else None
+    if raw is None:
+        return _text_part(text)
+    standard = any(c in text for c in "+/")
+    name = ("base64" if standard else "base64url") + (", padded" if text.endswith("=") else "")
+    return Part(text, raw, name, lambda raw: b64encode_like(raw, text))
+
+
+def spelling(token: str) -> Spelling:
+    """``token`` as the server spells it (see the module docstring)."""
+    if not TOKEN.fullmatch(token):
+        return Spelling("", (_text_part(token),))
+    pieces = token.split(".")
+    prefix = ""
+    if len(pieces) > 1 and PREFIX.fullmatch(pieces[0]):
+        prefix, pieces = pieces[0] + ".", pieces[1:]
+    return Spelling(prefix, tuple(_part(piece) for piece in pieces))
+
+
+def respellings(token: str) -> list[tuple[str, str]]:
+    """The same bytes spelled another way: re-padded, or in the other base64 alphabet; each named.
+
+    A server that decodes leniently accepts these; only the text differs, not what it encodes.
+    """
+    if not TOKEN.fullmatch(token) or token.endswith("="):
+        return []
+    found = [(token + "=", "with '=' appended"), (token + "==", "with '==' appended")]
+    body = token[len(spelling(token).prefix) :]
+    other = body.translate(str.maketrans("-_", "+/"))
+    if other != body:
+        found.append((token[: len(token) - len(body)] + other, "in the standard base64 alphabet (+/)"))
+    return found

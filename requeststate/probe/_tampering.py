@@ -1,0 +1,157 @@
+"""Checks that change a token's bytes without reading it: bits flipped, cut, extended, the MAC or tag
+removed or shortened, the prefix swapped, the base64 re-spelled, a random state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from ._edits import spread
+from ._mutations import (
+    Mutation,
+    extended,
+    prefix_swapped,
+    random_like,
+    tag_emptied,
+    tag_halved,
+    tag_removed,
+    tag_text_halved,
+    truncated,
+)
+from ._plan import Budget, Plan, Verdict, judge
+from ._session import Outcome
+from ._spelling import respellings, spelling
+
+MAX_FLIPS: Final = 32
+"""The most single-bit flips per probe, spread evenly over the token's bytes."""
+FLIP_SECONDS: Final = 8.0
+INTEGRITY: Final = ("bit_flip", "random", "forged", "rehashed", "guessed_key", "alg_none")
+"""The checks whose FAIL shows that the state is read without integrity."""
+
+
+async def bit_flip(plan: Plan) -> Verdict:
+    """Flip the lowest bit of bytes spread over the decoded token, each on a fresh first round."""
+    budget = Budget(FLIP_SECONDS)
+    state, replies = await plan.session.fresh(plan.target)
+    shape = spelling(state)
+    accepted: list[tuple[int, Outcome]] = []
+    refusals: list[Outcome] = []
+    for count, position in enumerate(spread(range(shape.size), MAX_FLIPS)):
+        if count:  # the first flip goes on the round fetched above
+            if budget.spent():
+                break
+            state, replies = await plan.session.fresh(plan.target)
+        fresh = spelling(state)
+        candidate = fresh.flipped(position) if position < fresh.size else None
+        if candidate is None or candidate == state:
+            continue
+        outcome = await plan.session.echo(plan.target, candidate, replies)
+        if outcome.accepted:
+            accepted.append((position, outcome))
+        else:
+            refusals.append(outcome)
+    tried = len(accepted) + len(refusals)
+    if accepted:
+        where = shape.region([position for position, _ in accepted])
+        return "FAIL", (
+            f"{len(accepted)} of {tried} single-bit flips were accepted, at {where} "
+            f"(the first: {accepted[0][1].detail})"
+        )
+    if not refusals:
+        return "SKIP", "no byte of the token could be flipped and spelled back"
+    return judge(refusals, f" ({tried} single-bit flips over its {shape.size} bytes{budget.note()})")
+
+
+async def tamper(plan: Plan, mutations: Sequence[Mutation], note: str, not_applicable: str) -> Verdict:
+    """FAIL on the first variant accepted, each on a fresh first round; SKIP when none applies."""
+    refusals: list[Outcome] = []
+    for mutate in mutations:
+        state, replies = await plan.session.fresh(plan.target)
+        candidate = mutate(state)
+        if candidate is None or candidate == state:
+            continue
+        outcome = await plan.session.echo(plan.target, candidate, replies)
+        if outcome.accepted:
+            return "FAIL", outcome.detail + _where(state, candidate)
+        refusals.append(outcome)
+    if not refusals:
+        return "SKIP", not_applicable
+    return judge(refusals, note)
+
+
+def _where(state: str, candidate: str) -> str:
+    """`` (character 9 of 51 changed)`` for a one-character change, else nothing."""
+    if len(state) != len(candidate):
+        return ""
+    changed = [index for index, (a, b) in enumerate(zip(state, candidate, strict=True)) if a != b]
+    return f" (character {changed[0] + 1} of {len(state)} changed)" if len(changed) == 1 else ""
+
+
+_NO_TAG: Final = "no base64 token with room for a tag (JSON or text: see the forgery rows)"
+
+TAMPERING: Final[tuple[tuple[str, str, tuple[Mutation, ...], str, str], ...]] = (
+    ("truncated", "truncated (-4 chars)", (truncated,), "", "the token is too short"),
+    ("extended", "extended (+AAAA)", (extended,), "", ""),
+    ("tag_stripped", "MAC/tag removed", (tag_removed, tag_emptied), "", _NO_TAG),
+    (
+        "tag_truncated",
+        "MAC/tag truncated",
+        (tag_halved, tag_text_halved),
+        " (to half its bytes, and characters)",
+        _NO_TAG,
+    ),
+    (
+        "prefix_swapped",
+        "prefix swapped",
+        (prefix_swapped,),
+        "",
+        "the token has no prefix (no short text before a '.')",
+    ),
+)
+"""Each: id, name, the mutations, a note on a refusal, why it may not apply."""
+
+
+async def random_state(plan: Plan) -> Verdict:
+    """A state the server never minted must be refused before any handler sees it."""
+    state, replies = await plan.session.fresh(plan.target)
+    outcome = await plan.session.echo(plan.target, random_like(state), replies)
+    if outcome.accepted:
+        return "FAIL", f"a random state was {outcome.detail}"
+    if outcome.crashed:
+        return "FAIL", (
+            f"a random state reached the handler ({outcome.detail.removeprefix('refused by ')}): a server "
+            "that checks its state refuses it before any handler runs"
+        )
+    return "PASS", outcome.detail
+
+
+async def respelled(plan: Plan) -> Verdict:
+    """The same bytes in another base64 spelling: a WARN when accepted, unless nothing has integrity."""
+    refusals: list[Outcome] = []
+    state, replies = await plan.session.fresh(plan.target)
+    variants = respellings(state)
+    for index in range(len(variants)):
+        if index:  # the first goes on the round fetched above
+            state, replies = await plan.session.fresh(plan.target)
+            variants = respellings(state)
+            if index >= len(variants):
+                break
+        candidate, what = variants[index]
+        outcome = await plan.session.echo(plan.target, candidate, replies)
+        if not outcome.accepted:
+            refusals.append(outcome)
+            continue
+        unprotected = [check for check in INTEGRITY if plan.results.get(check) == "FAIL"]
+        if unprotected:
+            return "FAIL", (
+                f"the token {what} was {outcome.detail}, and the state has no integrity at all "
+                f"(see {', '.join(unprotected)})"
+            )
+        return "WARN", (
+            f"the token {what} was {outcome.detail}. The server decodes base64 leniently: its "
+            "integrity is not at stake (the same bytes), but a replay guard or cache keyed on the "
+            "token's text takes this copy for a new token"
+        )
+    if not refusals:
+        return "SKIP", "not a base64 token, or one already padded"
+    return judge(refusals, " (re-padded, and in the other base64 alphabet)")

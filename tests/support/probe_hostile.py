@@ -1,0 +1,160 @@
+"""A hostile MCP server over stdio, for tests/test_probe.py: ``python -m tests.support.probe_hostile KIND``.
+
+It speaks JSON-RPC by hand (no SDK: it must be able to break the protocol, and it starts
+in a blink). Its tool ``ask`` is sound: it keeps each state it hands out in memory, bound
+to the tool that minted it, and refuses any other with -32602. Then KIND makes it
+misbehave towards the probe:
+
+- ``deep_state``: each state is JSON nested 20,000 deep (sound otherwise);
+- ``deep_message``: ``tools/list`` answers with a result nested 20,000 deep;
+- ``endless_pages``: every listing (tools, prompts, resources, templates) always has a next
+  page, each one near the probe's bounds on a message (4 MiB, 50,000 JSON values); ``ask`` is
+  on the first page of tools;
+- ``endless_line``: ``tools/list`` is answered with a line that never ends;
+- ``many_values``: ``tools/list`` is answered with a line of a million JSON values;
+- ``garbage``: ``tools/list`` is answered with text that is not JSON;
+- ``malformed_result``: ``tools/call`` answers with a result of the wrong shape;
+- ``unstructured``: ``ask`` declares an output schema its results do not follow (the SDK
+  refuses such a result, yet the tool completed).
+
+Any other KIND (``sound``, say) misbehaves in no way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import sys
+from typing import Any, Final
+
+PROTOCOL: Final = "2026-07-28"
+ASK: Final = {"name": "ask", "inputSchema": {"type": "object"}}
+QUESTION: Final = {
+    "code": {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": "Code?",
+            "requestedSchema": {"type": "object", "properties": {"code": {"type": "string"}}},
+        },
+    }
+}
+LISTING: Final = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
+DEPTH: Final = 20_000  # deep enough to break a recursive parser, yet under the probe's bound on values
+
+
+def send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def result(request_id: object, body: dict[str, Any]) -> None:
+    send({"jsonrpc": "2.0", "id": request_id, "result": {"resultType": "complete", **body}})
+
+
+def deep(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+_FILLERS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
+    "tools/list": ("tools", {"inputSchema": {"type": "object"}, "outputSchema": {"x": [{}] * 24_000}}),
+    "prompts/list": ("prompts", {"arguments": [{"name": "a"}] * 12_000}),
+    "resources/list": (
+        "resources",
+        {"uri": "file:///r", "mimeType": "text/plain", "annotations": {"x": [{}] * 24_000}},
+    ),
+    "resources/templates/list": (
+        "resourceTemplates",
+        {"uriTemplate": "file:///t/{x}", "annotations": {"x": [{}] * 24_000}},
+    ),
+}
+
+
+def filler_page(method: str, number: int) -> str:
+    """One page of a listing just under the probe's bounds (a long description, many small
+    objects), and a next one; ``ask`` is on the first page of tools."""
+    field, extra = _FILLERS[method]
+    item = {"name": f"filler{number}", "description": "x" * (3 << 20), **extra}
+    items = [ASK, item] if number == 1 and field == "tools" else [item]
+    body = {**LISTING, field: items, "nextCursor": str(number + 1)}
+    return json.dumps({"jsonrpc": "2.0", "id": "ID", "result": body}, separators=(",", ":"))
+
+
+def endless(method: str, request_id: object, cursor: object) -> None:
+    page = filler_page(method, int(cursor) if isinstance(cursor, str) else 1)
+    sys.stdout.write(page.replace('"ID"', json.dumps(request_id), 1) + "\n")
+    sys.stdout.flush()
+
+
+def list_tools(kind: str, request_id: object, cursor: object) -> None:
+    if kind == "deep_message":
+        sys.stdout.write(f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{deep(DEPTH)}}}\n')
+    elif kind == "endless_pages":
+        endless("tools/list", request_id, cursor)
+    elif kind == "endless_line":
+        chunk = "x" * (1 << 16)
+        sys.stdout.write(f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"tools":["')
+        while True:  # until the probe hangs up: a broken pipe ends this process
+            sys.stdout.write(chunk)
+    elif kind == "many_values":
+        sys.stdout.write(f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"tools":[],"x":[')
+        sys.stdout.write("0," * 1_000_000 + "0]}}\n")
+    elif kind == "garbage":
+        sys.stdout.write("Server ready! Listening...\n")
+    else:
+        tool = {**ASK, "outputSchema": {"type": "object"}} if kind == "unstructured" else ASK
+        send({"jsonrpc": "2.0", "id": request_id, "result": {**LISTING, "tools": [tool]}})
+    sys.stdout.flush()
+
+
+def call_tool(kind: str, request_id: object, params: dict[str, Any], minted: set[tuple[str, str]]) -> None:
+    state, tool = params.get("requestState"), str(params.get("name"))
+    if state is None:
+        made = deep(DEPTH) if kind == "deep_state" else "{}"
+        token = f"{secrets.token_urlsafe(16)}.{made}"
+        minted.add((tool, token))
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"resultType": "input_required", "inputRequests": QUESTION, "requestState": token},
+            }
+        )
+    elif kind == "malformed_result":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"resultType": "complete", "content": "done"}})
+    elif (tool, state) in minted:
+        result(request_id, {"content": [{"type": "text", "text": "done"}]})
+    else:
+        error = {"code": -32602, "message": "Invalid or expired requestState"}
+        send({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def serve(kind: str) -> None:
+    minted: set[tuple[str, str]] = set()
+    for line in sys.stdin:
+        message = json.loads(line)
+        method, request_id = message.get("method"), message.get("id")
+        params = message.get("params") or {}
+        if request_id is None:
+            continue  # a notification
+        if method == "server/discover":
+            capabilities: dict[str, Any] = {"tools": {}}
+            if kind == "endless_pages":
+                capabilities.update(prompts={}, resources={})
+            result(request_id, {"supportedVersions": [PROTOCOL], "capabilities": capabilities})
+        elif kind == "endless_pages" and method in _FILLERS and method != "tools/list":
+            endless(method, request_id, params.get("cursor"))
+        elif method == "tools/list":
+            list_tools(kind, request_id, params.get("cursor"))
+        elif method == "tools/call":
+            call_tool(kind, request_id, params, minted)
+        else:
+            send(
+                {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}}
+            )
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(BrokenPipeError):  # the probe hung up on this server, as it should
+        serve(sys.argv[1])
