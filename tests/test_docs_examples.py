@@ -124,7 +124,8 @@ def samples(page: Path) -> list[Sample]:
                 f"{page.name}:{index + 1}: a sample marker must stand right above a ```text block"
             )
         end = lines.index("```", index + 2)
-        found.append(Sample(page.name, index + 1, marker.group("command"), tuple(lines[index + 2 : end])))
+        where = str(page.relative_to(ROOT))
+        found.append(Sample(where, index + 1, marker.group("command"), tuple(lines[index + 2 : end])))
     return found
 
 
@@ -142,19 +143,23 @@ ALL_SAMPLES = [sample for page in SAMPLE_PAGES for sample in samples(page)]
 
 @pytest.mark.parametrize("sample", ALL_SAMPLES, ids=lambda sample: f"{sample.page}:{sample.line}")
 def test_each_sample_output_is_what_the_code_prints(sample: Sample) -> None:
-    argv = shlex.split(sample.command)
-    if argv[0] in ("python", "requeststate"):  # this interpreter, and its console script
-        argv = [sys.executable, *([] if argv[0] == "python" else ["-m", "requeststate"]), *argv[1:]]
+    # "python" is this interpreter, "requeststate" its console script, wherever they stand.
+    argv = [sys.executable if word == "python" else word for word in shlex.split(sample.command)]
+    if argv[0] == "requeststate":
+        argv = [sys.executable, "-m", "requeststate", *argv[1:]]
     env = {**os.environ, "REQUESTSTATE_KEYS": b64(os.urandom(32))}
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
-    printed = done.stdout.rstrip("\n").splitlines()
+    # The command as a reader types it, not the interpreter this test runs it with.
+    printed = done.stdout.replace(sys.executable, "python").rstrip("\n").splitlines()
     assert matches(sample.expected, printed), "\n".join(printed)
 
 
 def test_the_pages_hold_samples() -> None:
     # Guards the extractor: a broken marker pattern would compare nothing and pass.
-    assert [sample.command for sample in ALL_SAMPLES if sample.page == "README.md"] == [
-        "python -m requeststate demo"
+    assert [(sample.page, sample.command) for sample in ALL_SAMPLES] == [
+        ("README.md", "python -m requeststate demo"),
+        ("examples/README.md", "requeststate probe -- python examples/booking_server.py"),
+        ("examples/README.md", "requeststate probe -- python examples/insecure_server.py"),
     ]
 
 
