@@ -1149,3 +1149,31 @@ def test_from_env_reads_the_process_environment_by_default(monkeypatch: pytest.M
     monkeypatch.setenv("REQUESTSTATE_KEYS", ref.b64(SECRET))
     monkeypatch.setenv("REQUESTSTATE_MODE", "xchacha")
     assert rs.Codec.from_env().modes == (rs.Mode.XCHACHA,)
+
+
+@pytest.mark.parametrize("ttl", ["1", "86400", " 60 "])
+def test_from_env_takes_any_ttl_from_one_second_to_a_day(ttl: str) -> None:
+    assert rs.Codec.from_env(environ={**ENV_KEYS, "REQUESTSTATE_TTL": ttl}).ttl == int(ttl)
+
+
+def test_from_env_shows_at_most_twenty_characters_of_a_bad_ttl() -> None:
+    with pytest.raises(ValueError, match=r"got '12345678901234567890':"):
+        rs.Codec.from_env(environ={**ENV_KEYS, "REQUESTSTATE_TTL": "12345678901234567890" + "9" * 30})
+
+
+def test_every_misspelled_option_is_named() -> None:
+    with pytest.raises(TypeError, match=r"^unexpected option\(s\) leewey, tll; the options are "):
+        rs.Codec(SECRET, mode="signed", tll=5, leewey=1)  # type: ignore[call-arg]
+
+
+def test_a_now_below_the_64_bit_range_names_the_bound() -> None:
+    with pytest.raises(ValueError, match=r"^now must be an int from -2\*\*63 to 2\*\*63-1, got "):
+        rs.decode("v1.x", SECRET, mode="signed", now=-(2**63) - 1)
+
+
+@pytest.mark.anyio
+async def test_averify_reads_the_codecs_clock() -> None:
+    codec = rs.Codec(SECRET, mode="signed", ttl=10, clock=lambda: NOW)
+    token = codec.encode("state")
+    assert await codec.averify(token) == "state"
+    assert await rs.Codec(SECRET, mode="signed", clock=lambda: NOW + 11).adecode(token) is None

@@ -100,8 +100,20 @@ def test_parse_refuses_a_payload_nested_one_past_the_depth_limit() -> None:
         ('["\\"' + ",[]" * 500 + ',""[[[["]', False),
         ("[]" * 500, False),
         ("[" * 200 + "é" + "]" * 200, True),
+        ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH + "[]", False),
+        ('"' + "[" * 200 + '"', False),
     ],
-    ids=["at-limit", "past-limit", "objects", "brackets-in-a-string", "escaped-quotes", "wide", "non-ascii"],
+    ids=[
+        "at-limit",
+        "past-limit",
+        "objects",
+        "brackets-in-a-string",
+        "escaped-quotes",
+        "wide",
+        "non-ascii",
+        "at-limit-and-scanned",
+        "all-in-one-string",
+    ],
 )
 def test_too_deep_counts_nesting_outside_strings(text: str, deep: bool) -> None:
     assert too_deep(text) is deep
@@ -147,7 +159,8 @@ def test_parse_refuses_bytes_that_are_not_utf8_in_an_unknown_member() -> None:
 
 def test_too_deep_does_not_count_characters_outside_the_brackets() -> None:
     # Non-ASCII characters outside a string are not JSON; they must not add depth.
-    text = "[" * MAX_JSON_DEPTH + "é" * 5 + "]" * MAX_JSON_DEPTH
+    # One pair more than the limit, so the text is scanned, not settled by counting.
+    text = "[" * MAX_JSON_DEPTH + "é" * 5 + "]" * MAX_JSON_DEPTH + "[]"
     assert too_deep(text) is False
 
 

@@ -61,3 +61,17 @@ def test_from_env_names_the_variable_of_a_weak_secret() -> None:
     weak = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s"  # b"kkk..." in base64url
     with pytest.raises(ValueError, match=r"^MY_KEYS: secret 0 is one byte repeated"):
         rs.KeyRing.from_env("MY_KEYS", environ={"MY_KEYS": weak})
+
+
+@pytest.mark.parametrize("text", ["ab+cd", "ab/cd"], ids=["plus", "slash"])
+def test_either_character_of_standard_base64_alone_is_refused_with_the_option_that_reads_it(
+    text: str,
+) -> None:
+    with pytest.raises(ValueError, match=r"looks like standard base64 .*pass encoding='base64'"):
+        rs.KeyRing.from_env("MY_KEYS", environ={"MY_KEYS": text + "A" * 40})
+
+
+def test_a_pattern_repeated_past_twice_is_refused() -> None:
+    secret = (bytes(range(16)) * 3)[:40]  # sixteen distinct values, two and a half times
+    with pytest.raises(ValueError, match=rf"^secret 0 is a short pattern repeated, {FIX}"):
+        rs.KeyRing(secret)
