@@ -24,9 +24,8 @@ def run_mint(args: argparse.Namespace) -> int:
         # metrics=None: the command line serves no clients, so it has nothing to count.
         codec = Codec(keys, mode=args.mode, ttl=args.ttl, metrics=None)
         token = codec.encode(state, subject=args.subject, tool=args.tool, now=args.now)
-    except (
-        ValueError
-    ) as error:  # a ttl or now out of range, an identity that cannot be bound, a state too large
+    # A ttl or now out of range, an identity that cannot be bound, a token over the size cap.
+    except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     print(token)
