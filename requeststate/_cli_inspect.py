@@ -18,15 +18,7 @@ from functools import partial
 from typing import TypeGuard
 
 from ._base64 import b64decode
-from ._cli_shared import (
-    DEFAULT_KEY_ENV,
-    EXIT_OK,
-    EXIT_REFUSED,
-    EXIT_USAGE,
-    add_key_options,
-    argument_or_stdin,
-    read_keys,
-)
+from ._cli_shared import DEFAULT_KEY_ENV, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, add_key_options, read_keys
 from ._codec import verify
 from ._encrypted import AeadMode
 from ._errors import InvalidToken, Reason
@@ -64,6 +56,16 @@ class Inspection:
     """The state's text when verified; without a key, the unverified ``v1.`` payload's ``s``."""
     payload: str | None = None
     """An unverified ``v1.`` payload as indented JSON, control characters escaped."""
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """What a token is verified against: the identity (``None``: not given), the time and the leeway."""
+
+    subject: str | None
+    tool: str | None
+    now: int
+    leeway: int
 
 
 class _Claims:
@@ -140,7 +142,7 @@ def _read_unverified(token: str, prefix: str, mode: Mode) -> Inspection:
 
 def _binding_hint(prefix: str, mode: Mode, subject: str | None, tool: str | None) -> str | None:
     # An AEAD tag covers the bind tag: a token opened for another identity fails
-    # exactly as under a wrong key. Only the flags given can tell the two apart.
+    # exactly as under a wrong key. When a flag is missing, say what else it may mean.
     missing = [flag for flag, value in (("--subject", subject), ("--tool", tool)) if value is None]
     if mode is Mode.SIGNED or not missing:
         return None
@@ -150,20 +152,9 @@ def _binding_hint(prefix: str, mode: Mode, subject: str | None, tool: str | None
     )
 
 
-@dataclass(frozen=True)
-class VerifyOptions:
-    """What a token is verified against: the identity (``None``: not given), the time and the leeway."""
-
-    subject: str | None
-    tool: str | None
-    now: int
-    leeway: int
-
-
 def _verify(token: str, mode: Mode, key_env: str, keys: KeyRing, options: VerifyOptions) -> Inspection:
     claims = _Claims()
     subject = "" if options.subject is None else options.subject
-    # metrics=None: the command line serves no clients, so it has nothing to count.
     verify_at = partial(
         verify,
         token,
@@ -173,16 +164,17 @@ def _verify(token: str, mode: Mode, key_env: str, keys: KeyRing, options: Verify
         tool=options.tool,
         now=options.now,
         leeway=options.leeway,
+        metrics=None,  # the command line serves no clients: it has nothing to count
     )
     try:
         try:
-            state = verify_at(guard=claims, metrics=None)
+            state = verify_at(guard=claims)
         except InvalidToken as refused:
             if refused.reason is not Reason.MALFORMED:
                 raise
             # With a guard, a token minted without an id (by mcp.d) is refused as
             # malformed; without one it may still verify.
-            state = verify_at(metrics=None)
+            state = verify_at()
     except InvalidToken as refused:
         prefix = _prefix(token)
         hint = None
@@ -296,7 +288,8 @@ def _as_json(found: Inspection, now: int) -> dict[str, object]:
 def run_inspect(args: argparse.Namespace) -> int:
     """``requeststate inspect``: 0 verified or read, 1 refused or unreadable, 2 a bad key or option."""
     # strip: a token pasted or read from a file often ends in a newline.
-    token = argument_or_stdin(args.token).strip()
+    raw: str = sys.stdin.read() if args.token == "-" else args.token  # noqa: S105 (not a password)
+    token = raw.strip()
     key_env = args.key_env or (DEFAULT_KEY_ENV if os.environ.get(DEFAULT_KEY_ENV, "").strip() else None)
     keys = None if key_env is None else read_keys(key_env, args.key_encoding)
     if key_env is not None and keys is None:

@@ -1,4 +1,4 @@
-"""What the subcommands of the command line share: exit codes, the key options, ``-`` for stdin."""
+"""What the subcommands of the command line share: exit codes, and the key options with the ring they name."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ __all__ = [
     "EXIT_REFUSED",
     "EXIT_USAGE",
     "add_key_options",
-    "argument_or_stdin",
     "read_keys",
 ]
 
@@ -50,8 +49,3 @@ def read_keys(name: str, encoding: SecretEncoding | None) -> KeyRing | None:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return None
-
-
-def argument_or_stdin(text: str) -> str:
-    """``text``, or all of stdin when it is ``-`` (which keeps a token or state out of shell history)."""
-    return sys.stdin.read() if text == "-" else text
