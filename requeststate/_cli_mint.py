@@ -36,7 +36,7 @@ def add_mint(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """The ``mint`` subcommand and its options."""
     mint = commands.add_parser(
         "mint",
-        help="mint a token for a state, with keys from the environment (fixtures, tests)",
+        help="mint a token for a test fixture, with keys from the environment",
         description="Mint a token that carries STATE, under the first secret of REQUESTSTATE_KEYS "
         "(or --key-env VAR), bound to --subject and --tool, and print it. The mode and ttl come from "
         "the flags only, never from REQUESTSTATE_MODE or REQUESTSTATE_TTL, so a fixture is the same "
