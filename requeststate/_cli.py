@@ -1,272 +1,39 @@
-"""The ``requeststate`` command line: keygen, inspect, probe, bench, demo.
+"""The ``requeststate`` command line: keygen, inspect, mint, probe, bench, demo.
 
 Exit codes: 0 success (for ``inspect``, a token that verifies or was only
 read), 1 a token refused or unreadable (for ``probe``, at least one FAIL),
 2 a usage or configuration error (for ``probe``, also a server that did not
 start or offers no input-required tool), 141 (128 + SIGPIPE) when the reader
 of stdout went away (``requeststate demo | head``). Results go to stdout,
-errors to stderr.
+errors to stderr. ``inspect``, ``mint``, ``bench`` and ``demo`` live in
+modules of their own (``_cli_*``); the parser, keygen and probe live here.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import importlib.util
 import json
 import os
-import runpy
 import sys
-import time
 from collections.abc import Callable, Sequence
-from functools import partial
-from pathlib import Path
-from typing import TextIO
 
 from . import __version__
-from ._base64 import b64decode, b64encode
-from ._codec import encode, verify
-from ._encrypted import AeadMode
-from ._errors import InvalidToken, Reason
-from ._keys import KeyRing
-from ._modes import Mode, mode_of, wire_modes
+from ._base64 import b64encode
+from ._cli_bench import BENCH_NEEDS_CHECKOUT, add_bench, checkout_benchmarks, run_bench
+from ._cli_demo import run_demo
+from ._cli_inspect import add_inspect, run_inspect
+from ._cli_mint import add_mint, run_mint
+from ._cli_shared import EXIT_BROKEN_PIPE, EXIT_OK, EXIT_USAGE
 from ._secrets import MIN_SECRET_BYTES
 
 __all__ = ["main"]
 
-EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
-EXIT_BROKEN_PIPE = 141  # what a shell reports for a process killed by SIGPIPE
-
 # keygen's ceiling: far above any useful secret (HKDF reads it whole), far below a MemoryError.
 MAX_SECRET_BYTES = 1024
-DEFAULT_KEY_ENV = "REQUESTSTATE_KEYS"
-
-
-def _tamper(token: str) -> str:
-    # Flip one character in the middle of the token, keeping it base64url.
-    middle = len(token) // 2
-    flipped = "A" if token[middle] != "A" else "B"
-    return token[:middle] + flipped + token[middle + 1 :]
-
-
-def _outcome(token: str, keys: KeyRing, mode: Mode, subject: str, now: int) -> str:
-    try:
-        return f"accepted: {verify(token, keys, mode=mode, subject=subject, tool='book', now=now)}"
-    except InvalidToken as refused:
-        return f"refused (reason for the log: {refused.reason})"
-
-
-def run_demo(out: TextIO) -> int:
-    """Mint a token in each mode, then show what is accepted and what is refused."""
-    keys = KeyRing.ephemeral()
-    state = '{"step":2,"date":"2026-12-01"}'
-    now = 1_800_000_000
-    print(f"key ring: {keys!r}", file=out)
-    for mode in Mode:
-        token = encode(state, keys, mode=mode, subject="alice", tool="book", ttl=300, now=now)
-        print(f"\n[{mode}] token ({len(token)} bytes): {token}", file=out)
-        cases = [
-            ("alice, same tool, in time", token, "alice", now),
-            ("one character tampered", _tamper(token), "alice", now),
-            ("expired (ttl + 1 s later)", token, "alice", now + 301),
-            ("another user (mallory)", token, "mallory", now),
-        ]
-        for label, candidate, subject, at in cases:
-            print(f"  {label:28} -> {_outcome(candidate, keys, mode, subject, at)}", file=out)
-    return EXIT_OK
 
 
 def _keygen(args: argparse.Namespace) -> int:
     print(b64encode(os.urandom(args.bytes)))
-    return EXIT_OK
-
-
-def _read_unverified_payload(token: str) -> object:
-    """The payload of a ``v1.`` token, NOT verified: what the client can read too.
-
-    ``None`` when it is not base64url JSON. Raises ``RecursionError`` for JSON
-    nested too deeply to parse (the caller refuses it).
-    """
-    parts = token.split(".")
-    raw = b64decode(parts[1]) if len(parts) == 3 else None
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
-
-
-def _is_well_formed_sealed(token: str, mode: Mode) -> bool:
-    # Only the framing: base64url of at least a nonce and a tag. Whether it
-    # decrypts is for verify to say, with the key.
-    (wire,) = wire_modes(mode)[1]
-    body = b64decode(token[len(wire.prefix) :])
-    return body is not None and isinstance(wire, AeadMode) and len(body) >= wire.shortest_blob
-
-
-def _when(exp: object, now: int) -> str:
-    if exp is None:
-        return "not given"
-    if not isinstance(exp, int) or isinstance(exp, bool):
-        return "not an integer"
-    try:
-        stamp = datetime.datetime.fromtimestamp(exp, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (OverflowError, OSError, ValueError):
-        stamp = "beyond the calendar"
-    left = exp - now
-    return f"{stamp} (unix {exp}), " + (f"{left} s left" if left >= 0 else f"expired {-left} s ago")
-
-
-def _show_claims(exp: object, token_id: object, now: int) -> None:
-    print(f"expires: {_when(exp, now)}")
-    # ensure_ascii: in an unverified v1. payload the id is anyone's to write, and no
-    # escape sequence of theirs may reach the terminal.
-    shown = json.dumps(token_id, ensure_ascii=True) if isinstance(token_id, str) else None
-    print(f"id:      {shown or 'none (cannot be made single-use)'}")
-
-
-def _show_unverified(token: str, mode: Mode, now: int) -> int:
-    if mode is not Mode.SIGNED:
-        if not _is_well_formed_sealed(token, mode):
-            print(
-                f"not a well-formed {_prefix(token)} token: the body is not a nonce and a tag in base64url",
-                file=sys.stderr,
-            )
-            return EXIT_REFUSED
-        print(f"mode:    {mode}")
-        print(f"state:   sealed: set {DEFAULT_KEY_ENV} or pass --key-env to verify and read it,")
-        print("         with its expiry and id")
-        return EXIT_OK
-    try:
-        payload = _read_unverified_payload(token)
-        # ensure_ascii: the payload is the client's to write, so no raw control
-        # characters reach the terminal.
-        shown = None if payload is None else json.dumps(payload, indent=2, ensure_ascii=True)
-    except RecursionError:
-        print("not a well-formed v1. token: its payload is JSON nested too deeply", file=sys.stderr)
-        return EXIT_REFUSED
-    if shown is None:
-        print("not a well-formed v1. token: the payload is not readable base64url JSON", file=sys.stderr)
-        return EXIT_REFUSED
-    fields = payload if isinstance(payload, dict) else {}
-    print(f"mode:    {mode}")
-    print(f"UNVERIFIED (anyone can write this; set {DEFAULT_KEY_ENV} or pass --key-env to verify):")
-    _show_claims(fields.get("exp"), fields.get("id"), now)
-    print("payload:")
-    print(shown)
-    return EXIT_OK
-
-
-class _Claims:
-    """A guard that only records what verify hands a guard: the token's id and expiry.
-
-    The public ``Guard`` protocol is how a verified token's id and ``exp`` leave
-    the core; ``inspect`` claims nothing (it answers True, so nothing is refused).
-    """
-
-    token_id: str | None = None
-    expires_at: int | None = None
-
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        self.token_id, self.expires_at = token_id, expires_at
-        return True
-
-
-def _prefix(token: str) -> str:
-    return token[: token.index(".") + 1]
-
-
-def _inspect(args: argparse.Namespace) -> int:
-    # strip: a token pasted or read from a file often ends in a newline.
-    raw: str = sys.stdin.read() if args.token == "-" else args.token  # noqa: S105 (not a password)
-    token = raw.strip()
-    mode = mode_of(token)
-    if mode is None:
-        print("not a requeststate token: no v1., v1e. or v1x. prefix", file=sys.stderr)
-        return EXIT_REFUSED
-    now = int(time.time()) if args.now is None else args.now
-    # The mode is named only once the token is known to be well-formed (or valid):
-    # "v1e.!!!!" is not an encrypted anything.
-    print(f"prefix:  {_prefix(token)}")
-    print(f"length:  {len(token)} characters")
-    key_env = args.key_env or (DEFAULT_KEY_ENV if os.environ.get(DEFAULT_KEY_ENV, "").strip() else None)
-    if key_env is None:
-        return _show_unverified(token, mode, now)
-    try:
-        keys = KeyRing.from_env(key_env, encoding=args.key_encoding)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    claims = _Claims()
-    check = partial(
-        verify, token, keys, mode=mode, subject=args.subject, tool=args.tool, now=now, leeway=args.leeway
-    )
-    try:
-        try:
-            state = check(guard=claims)
-        except InvalidToken as refused:
-            if refused.reason is not Reason.MALFORMED:
-                raise
-            # With a guard, a token minted without an id (by mcp.d) is refused as
-            # malformed; without one it may still verify.
-            state = check()
-    except InvalidToken as refused:
-        print(f"REFUSED under {key_env}: {refused.reason}")
-        return EXIT_REFUSED
-    except ValueError as error:  # --now or --leeway out of range: verify never raises for the token
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    print(f"VALID under {keys!r} from {key_env}")
-    print(f"mode:    {mode}")
-    _show_claims(None if claims.expires_at is None else claims.expires_at - args.leeway, claims.token_id, now)
-    print(f"state:   {json.dumps(state, ensure_ascii=True)}")
-    return EXIT_OK
-
-
-_BENCH_NEEDS_CHECKOUT = (
-    "the benchmark ships with the source tree, not the wheel: run from a checkout (make bench)"
-)
-
-
-def _checkout_benchmarks() -> bool:
-    """Whether ``benchmarks`` would import from the checkout this package came from.
-
-    Under ``python -m`` the current directory comes first on ``sys.path``: any
-    ``benchmarks`` package there would run. Only the one beside the package's
-    own source is ours.
-    """
-    try:
-        spec = importlib.util.find_spec("benchmarks")
-    except (ImportError, ValueError):
-        return False
-    if spec is None or spec.origin is None:
-        return False
-    checkout = Path(__file__).resolve().parent.parent
-    return Path(spec.origin).resolve().parent.parent == checkout
-
-
-def _bench(args: argparse.Namespace) -> int:
-    if not _checkout_benchmarks():
-        print(_BENCH_NEEDS_CHECKOUT, file=sys.stderr)
-        return EXIT_USAGE
-    argv = ["benchmarks", *(["--quick"] if args.quick else [])]
-    saved, sys.argv = sys.argv, argv
-    try:
-        runpy.run_module("benchmarks", run_name="__main__", alter_sys=True)
-    except ImportError as missing:  # a peer or the chart library: the bench group is not installed
-        print(
-            f"the benchmark cannot import {missing.name or 'a module'}: run it with make bench, "
-            "which installs the bench dependency group",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else EXIT_OK
-    finally:
-        sys.argv = saved
     return EXIT_OK
 
 
@@ -361,13 +128,15 @@ def _secret_bytes(text: str) -> int:
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": lambda args: run_demo(sys.stdout),
     "keygen": _keygen,
-    "inspect": _inspect,
+    "inspect": run_inspect,
+    "mint": run_mint,
     "probe": _probe,
-    "bench": _bench,
+    "bench": run_bench,
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, with_bench: bool) -> argparse.ArgumentParser:
+    # bench is a command only where it works: in a checkout, beside its benchmarks.
     parser = argparse.ArgumentParser(
         prog="requeststate",
         description="Integrity-protected, optionally encrypted MCP requestState tokens.",
@@ -375,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
         "2 usage or configuration error",
     )
     parser.add_argument("--version", action="version", version=f"requeststate {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("demo", help="mint and verify tokens in each mode, and show refusals")
     keygen = commands.add_parser(
         "keygen",
@@ -389,35 +158,11 @@ def _parser() -> argparse.ArgumentParser:
         default=32,
         help=f"secret size in bytes (default 32, from {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES})",
     )
-    inspect = commands.add_parser(
-        "inspect",
-        help="show a token's mode, expiry and id; verify it with a key",
-        description="With a key (--key-env VAR, or REQUESTSTATE_KEYS when it is set): verify the "
-        "token and print its expiry, id, time left and state, or the refusal reason. Without one: the "
-        "prefix, the size and, for v1. tokens, the payload, its expiry and id marked UNVERIFIED.",
-    )
-    inspect.add_argument(
-        "token", help="the token, or - to read it from stdin (keeps it out of shell history)"
-    )
-    inspect.add_argument(
-        "--key-env",
-        metavar="VAR",
-        help=f"environment variable holding the secrets (default: {DEFAULT_KEY_ENV}, when it is set)",
-    )
-    inspect.add_argument(
-        "--key-encoding",
-        choices=["base64url", "base64", "hex"],
-        default=None,
-        help="how the secrets are written (default: base64url, as keygen prints; "
-        "standard base64 or hex is refused unless named here)",
-    )
-    inspect.add_argument("--subject", default="", help="the subject the token must be bound to")
-    inspect.add_argument("--tool", default=None, help="the tool the token must be bound to")
-    inspect.add_argument("--now", type=int, default=None, help="unix seconds to verify at (default: now)")
-    inspect.add_argument("--leeway", type=int, default=0, help="seconds of clock skew tolerated")
+    add_inspect(commands)
+    add_mint(commands)
     _add_probe(commands)
-    bench = commands.add_parser("bench", help="run the benchmark (from a source checkout)")
-    bench.add_argument("--quick", action="store_true", help="a short run, under 30 seconds")
+    if with_bench:
+        add_bench(commands)
     return parser
 
 
@@ -538,7 +283,16 @@ probe cannot run.""",
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
-    args = _parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    with_bench = checkout_benchmarks()
+    if arguments[:1] == ["bench"] and not with_bench:
+        print(BENCH_NEEDS_CHECKOUT, file=sys.stderr)
+        return EXIT_USAGE
+    parser = _parser(with_bench=with_bench)
+    args = parser.parse_args(arguments)
+    if args.command is None:  # a bare `requeststate`: what it can do
+        parser.print_help()
+        return EXIT_OK
     return _COMMANDS[args.command](args)
 
 

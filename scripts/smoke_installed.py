@@ -6,8 +6,10 @@ raises ``AssertionError`` saying what a user would have met.
 
 from __future__ import annotations
 
+import base64
 import importlib.metadata
 import importlib.resources
+import json
 import os
 import shutil
 import subprocess
@@ -33,10 +35,12 @@ def check_round_trip_in_each_mode() -> None:
         assert rs.decode(token, keys, mode=mode, subject="mallory", tool="book") is None, f"{mode}: not bound"
 
 
-def console(*args: str) -> subprocess.CompletedProcess[str]:
+def console(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     script = shutil.which("requeststate", path=str(Path(sys.executable).parent))
     assert script is not None, "the requeststate console script is not installed"
-    return subprocess.run([script, *args], capture_output=True, text=True, timeout=60, check=False)  # noqa: S603
+    return subprocess.run(  # noqa: S603
+        [script, *args], capture_output=True, text=True, timeout=60, check=False, env=env
+    )
 
 
 def check_version() -> None:
@@ -46,11 +50,25 @@ def check_version() -> None:
     assert rs.__version__ == importlib.metadata.version("requeststate")
 
 
-def check_bench_says_run_from_a_checkout() -> None:
+def check_bench_is_no_command_of_the_wheel() -> None:
+    # A bare requeststate prints the help; bench works only in a checkout, so the wheel does not list it.
+    done = console()
+    assert done.returncode == 0, f"a bare requeststate exited {done.returncode}: {done.stderr}"
+    assert "inspect" in done.stdout, done.stdout
+    assert "bench" not in done.stdout, f"the installed CLI lists bench: {done.stdout}"
     done = console("bench")
     assert done.returncode == 2, f"bench exited {done.returncode}: {done.stderr}"
     assert "run from a checkout" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def check_minted_token_verifies() -> None:
+    secret = os.urandom(32)
+    env = {**os.environ, "REQUESTSTATE_KEYS": base64.urlsafe_b64encode(secret).decode()}
+    token = console("mint", '{"step":1}', "--subject", "alice", "--tool", "book", env=env).stdout.strip()
+    assert rs.decode(token, secret, mode="encrypted", subject="alice", tool="book") == '{"step":1}', token
+    done = console("inspect", token, "--subject", "alice", "--tool", "book", "--json", env=env)
+    assert json.loads(done.stdout)["verified"] is True, done.stdout + done.stderr
 
 
 def check_py_typed() -> None:
@@ -86,7 +104,8 @@ def main() -> int:
         check_imported_from_the_wheel,
         check_round_trip_in_each_mode,
         check_version,
-        check_bench_says_run_from_a_checkout,
+        check_bench_is_no_command_of_the_wheel,
+        check_minted_token_verifies,
         check_py_typed,
         check_runtime_dependencies,
         check_metadata,

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 import requeststate as rs
-from requeststate import _cli
+from requeststate import _cli, _cli_bench
 from requeststate._base64 import b64decode
-from requeststate._cli import main, run_demo
-from tests.conftest import NOW, SECRET
+from requeststate._cli import main
+from requeststate._cli_demo import run_demo
+from tests.conftest import NOW, OTHER_SECRET, SECRET
 from tests.support.reference import b64
 
 SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
@@ -121,7 +122,24 @@ def test_unknown_command_exits_2_on_stderr() -> None:
     assert done.stdout == ""
 
 
-@pytest.mark.parametrize("command", ["demo", "keygen", "inspect", "bench"])
+def test_bare_command_prints_the_help_on_stdout_and_exits_0() -> None:
+    done = run()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: requeststate")
+    assert "inspect" in done.stdout
+    assert done.stderr == ""
+
+
+def test_importing_the_command_line_does_not_load_mcp() -> None:
+    # A fresh interpreter: the probe, the one command that needs the mcp extra, loads it when run.
+    code = "import sys, requeststate._cli; print(sorted({'mcp', 'requeststate.probe'} & set(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == "[]\n"
+
+
+@pytest.mark.parametrize("command", ["demo", "keygen", "inspect", "mint", "bench"])
 def test_every_command_has_help(command: str) -> None:
     done = run(command, "--help")
     assert done.returncode == 0
@@ -336,8 +354,264 @@ def test_inspect_of_an_unreadable_signed_payload_exits_1() -> None:
     assert "not a well-formed v1. token: the payload is not readable" in done.stderr
 
 
-def test_read_unverified_payload_of_non_json_is_none() -> None:
-    assert _cli._read_unverified_payload("v1." + b64(b"not json") + ".x") is None
+def test_inspect_of_a_signed_payload_that_is_not_json_exits_1() -> None:
+    done = run("inspect", "v1." + b64(b"not json") + ".x")
+    assert done.returncode == 1
+    assert done.stderr == "not a well-formed v1. token: the payload is not readable base64url JSON\n"
+
+
+@pytest.mark.parametrize("mode", ["encrypted", "xchacha"])
+def test_inspect_of_an_encrypted_token_without_subject_and_tool_hints_at_them(mode: rs.ModeName) -> None:
+    done = run("inspect", token(mode), "--key-env", "TEST_KEYS", "--now", str(NOW), env=KEY_ENV)
+    assert done.returncode == 1
+    assert "REFUSED under TEST_KEYS: bad_signature\nhint:    the tag of a v1" in done.stdout
+    assert "pass --subject and --tool as at mint" in " ".join(done.stdout.split())
+
+
+def test_inspect_hint_names_only_the_flag_not_given() -> None:
+    args = ("inspect", token("encrypted"), "--key-env", "TEST_KEYS", "--subject", "alice", "--json")
+    hint = json.loads(run(*args, env=KEY_ENV).stdout)["hint"]
+    assert hint.endswith("; pass --tool as at mint")
+
+
+def test_inspect_gives_no_hint_when_subject_and_tool_were_given() -> None:
+    args = ("inspect", token("encrypted"), "--key-env", "OTHER", "--subject", "alice", "--tool", "book")
+    done = run(*args, "--json", env={"OTHER": b64(OTHER_SECRET)})
+    assert json.loads(done.stdout)["reason"] == "bad_signature"
+    assert json.loads(done.stdout)["hint"] is None
+
+
+def test_inspect_of_a_signed_token_under_a_wrong_key_gives_no_binding_hint() -> None:
+    # A v1. MAC does not cover the identity: its bad_signature is a wrong key (or a forgery).
+    done = run("inspect", token("signed"), "--key-env", "OTHER", "--json", env={"OTHER": b64(OTHER_SECRET)})
+    assert json.loads(done.stdout)["reason"] == "bad_signature"
+    assert json.loads(done.stdout)["hint"] is None
+
+
+# --- inspect --json -------------------------------------------------------------------
+
+
+def inspect_json(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, object]]:
+    done = run("inspect", *args, "--json", env=env)
+    assert done.stderr == ""
+    found: dict[str, object] = json.loads(done.stdout)
+    return done.returncode, found
+
+
+NOTHING_FOUND: dict[str, object] = dict.fromkeys(
+    (
+        "prefix",
+        "mode",
+        "reason",
+        "hint",
+        "key_env",
+        "fingerprint",
+        "exp",
+        "expires",
+        "seconds_left",
+        "id",
+        "state",
+    )
+)
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_inspect_json_of_a_verified_token_holds_its_claims_and_the_rings_fingerprint(mode: rs.Mode) -> None:
+    minted = token(mode)
+    rs.verify(minted, SECRET, mode=mode, subject="alice", tool="book", now=NOW, guard=Ids())
+    args = (minted, "--key-env", "TEST_KEYS", "--subject", "alice", "--tool", "book", "--leeway", "5")
+    assert inspect_json(*args, "--now", str(NOW + 1), env=KEY_ENV) == (
+        0,
+        {
+            **NOTHING_FOUND,
+            "prefix": minted[: minted.index(".") + 1],
+            "mode": mode.value,
+            "length": len(minted),
+            "verified": True,
+            "key_env": "TEST_KEYS",
+            "fingerprint": rs.KeyRing(SECRET).fingerprint,
+            "exp": NOW + 300,
+            "expires": "2033-05-18T03:38:20Z",
+            "seconds_left": 299,
+            "id": Ids.last,
+            "state": '{"step":1}',
+        },
+    )
+
+
+def test_inspect_json_of_a_refused_token_gives_the_reason_and_exits_1() -> None:
+    minted = token("signed")
+    args = (minted, "--key-env", "TEST_KEYS", "--subject", "mallory", "--tool", "book", "--now", str(NOW))
+    assert inspect_json(*args, env=KEY_ENV) == (
+        1,
+        {
+            **NOTHING_FOUND,
+            "prefix": "v1.",
+            "length": len(minted),
+            "verified": False,
+            "reason": "wrong_binding",
+            "key_env": "TEST_KEYS",
+        },
+    )
+
+
+def test_inspect_json_without_a_key_gives_a_signed_tokens_claims_unverified() -> None:
+    minted = token("signed")
+    rs.verify(minted, SECRET, mode="signed", subject="alice", tool="book", now=NOW, guard=Ids())
+    assert inspect_json(minted, "--now", str(NOW + 400)) == (
+        0,
+        {
+            **NOTHING_FOUND,
+            "prefix": "v1.",
+            "mode": "signed",
+            "length": len(minted),
+            "verified": False,
+            "exp": NOW + 300,
+            "expires": "2033-05-18T03:38:20Z",
+            "seconds_left": -100,
+            "id": Ids.last,
+            "state": '{"step":1}',
+        },
+    )
+
+
+@pytest.mark.parametrize("mode", ["encrypted", "xchacha"])
+def test_inspect_json_of_a_sealed_token_without_a_key_gives_its_mode_only(mode: rs.ModeName) -> None:
+    minted = token(mode, "top-secret")
+    assert inspect_json(minted) == (
+        0,
+        {**NOTHING_FOUND, "prefix": minted[:4], "mode": mode, "length": len(minted), "verified": False},
+    )
+
+
+@pytest.mark.parametrize("text", ["hello", "v1e.!!!!", "v1." + b64(b"not json") + ".x"])
+def test_inspect_json_of_what_is_no_readable_token_says_malformed_on_stdout(text: str) -> None:
+    code, found = inspect_json(text)
+    assert code == 1
+    assert (found["verified"], found["reason"], found["mode"]) == (False, "malformed", None)
+
+
+def test_inspect_json_escapes_the_unverified_content_it_shows() -> None:
+    # ESC and the one-character CSI (U+009B), which some terminals obey too.
+    payload = json.dumps({"s": "\x1b[31mred", "exp": NOW, "b": "0" * 64, "id": "\u009b2J"}).encode()
+    done = run("inspect", "v1." + b64(payload) + "." + b64(bytes(32)), "--json")
+    assert "\x1b" not in done.stdout
+    assert "\u009b" not in done.stdout
+    assert '"state": "\\u001b[31mred"' in done.stdout
+    assert json.loads(done.stdout)["id"] == "\u009b2J"
+
+
+def test_inspect_json_with_a_key_that_cannot_be_read_prints_no_json() -> None:
+    done = run("inspect", token("signed"), "--json", "--key-env", "UNSET_REQUESTSTATE_KEYS")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "UNSET_REQUESTSTATE_KEYS is not set" in done.stderr
+
+
+# --- mint ---------------------------------------------------------------------------
+
+
+def mint(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> str:
+    done = run("mint", *args, stdin=stdin, env=KEY_ENV if env is None else env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    return done.stdout.removesuffix("\n")
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_minted_token_decodes_with_requeststate_decode(mode: rs.Mode) -> None:
+    args = (
+        "--key-env",
+        "TEST_KEYS",
+        "--mode",
+        mode,
+        "--subject",
+        "alice",
+        "--tool",
+        "book",
+        "--now",
+        str(NOW),
+    )
+    minted = mint('{"step":1}', *args)
+    assert rs.decode(minted, SECRET, mode=mode, subject="alice", tool="book", now=NOW) == '{"step":1}'
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_minted_token_verifies_with_inspect(mode: rs.Mode) -> None:
+    minted = mint("x", "--key-env", "TEST_KEYS", "--mode", mode, "--subject", "alice", "--now", str(NOW))
+    code, found = inspect_json(
+        minted, "--key-env", "TEST_KEYS", "--subject", "alice", "--now", str(NOW), env=KEY_ENV
+    )
+    assert (code, found["verified"], found["state"], found["exp"]) == (0, True, "x", NOW + 300)
+
+
+def test_mint_lets_the_token_live_ttl_seconds() -> None:
+    minted = mint("x", "--key-env", "TEST_KEYS", "--ttl", "60", "--now", str(NOW))
+    assert rs.decode(minted, SECRET, mode="encrypted", now=NOW + 60) == "x"
+    assert rs.decode(minted, SECRET, mode="encrypted", now=NOW + 61) is None
+
+
+def test_mint_defaults_to_an_encrypted_token_under_requeststate_keys() -> None:
+    minted = mint("x", env={"REQUESTSTATE_KEYS": b64(SECRET)})
+    assert minted.startswith("v1e.")
+    assert rs.decode(minted, SECRET, mode="encrypted") == "x"
+
+
+def test_mint_reads_the_state_from_stdin_without_its_last_newline() -> None:
+    minted = mint("-", "--key-env", "TEST_KEYS", stdin='{"a":1}\n\n')
+    assert rs.decode(minted, SECRET, mode="encrypted") == '{"a":1}\n'
+
+
+def test_mint_reads_a_hex_key_with_key_encoding_hex() -> None:
+    minted = mint("x", "--key-env", "HEX", "--key-encoding", "hex", env={"HEX": SECRET.hex()})
+    assert rs.decode(minted, SECRET, mode="encrypted") == "x"
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ((), {}, "error: REQUESTSTATE_KEYS is not set"),
+        (("--key-env", "K"), {"K": "c2hvcnQ"}, "error: K: secret 0 "),
+        (("--key-env", "K"), {"K": b64(b"ab" * 16)}, "error: K: secret 0 "),
+        (("--key-env", "K"), {"K": SECRET.hex()}, "--key-encoding hex"),
+        (("--key-env", "TEST_KEYS", "--mode", "plain"), KEY_ENV, "argument --mode: invalid choice: 'plain'"),
+        (
+            ("--key-env", "TEST_KEYS", "--ttl", "0"),
+            KEY_ENV,
+            "error: ttl must be an int from 1 to 86400, got 0",
+        ),
+        (("--key-env", "TEST_KEYS", "--ttl", "86401"), KEY_ENV, "error: ttl must be an int from 1 to 86400"),
+        (("--key-env", "TEST_KEYS", "--ttl", "soon"), KEY_ENV, "argument --ttl: invalid int value: 'soon'"),
+        (("--key-env", "TEST_KEYS", "--now", str(2**63)), KEY_ENV, "error: now must be an int from"),
+        (
+            ("--key-env", "TEST_KEYS", "--subject", '{"sub":"x"}'),
+            KEY_ENV,
+            "error: a subject bound without a tool must not start with '{'",
+        ),
+    ],
+    ids=[
+        "no-keys",
+        "short-key",
+        "low-entropy-key",
+        "hex-key",
+        "mode",
+        "ttl-0",
+        "ttl-day+1",
+        "ttl-text",
+        "now",
+        "identity",
+    ],
+)
+def test_mint_that_cannot_mint_exits_2_saying_why_without_a_traceback(
+    args: tuple[str, ...], env: dict[str, str], message: str
+) -> None:
+    done = run("mint", "x", *args, env=env)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+    for secret in env.values():
+        assert secret not in done.stderr
 
 
 # --- bench ---------------------------------------------------------------------------
@@ -347,15 +621,57 @@ def test_read_unverified_payload_of_non_json_is_none() -> None:
 def from_a_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if requeststate were imported from the checkout its benchmarks sit in, as make bench runs it.
 
-    The compiled runs (scripts/matrix.py) import an installed wheel, which is no checkout.
+    The editable installs here are; this keeps the tests true of any other install.
     """
-    monkeypatch.setattr(_cli, "_checkout_benchmarks", lambda: True)
+    monkeypatch.setattr(_cli, "checkout_benchmarks", lambda: True)
+
+
+@pytest.fixture
+def from_a_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As installed from a wheel: no benchmarks package anywhere on sys.path."""
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
 
 
 def test_the_benchmarks_are_the_checkouts_only_when_the_package_is_imported_from_it() -> None:
-    # The sources here (True), or a wheel beside this checkout's benchmarks (False, scripts/matrix.py).
-    from_checkout = Path(_cli.__file__).resolve().parent.parent == Path(__file__).resolve().parent.parent
-    assert _cli._checkout_benchmarks() is from_checkout
+    # The sources here (True), or an installed wheel beside this checkout's benchmarks (False).
+    from_checkout = (
+        Path(_cli_bench.__file__).resolve().parent.parent == Path(__file__).resolve().parent.parent
+    )
+    assert _cli_bench.checkout_benchmarks() is from_checkout
+
+
+@pytest.mark.usefixtures("from_a_checkout")
+def test_the_help_lists_bench_in_a_checkout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    assert "    bench     run the benchmark" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("from_a_wheel")
+def test_the_help_does_not_list_bench_outside_a_checkout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    help_text = capsys.readouterr().out
+    assert "    inspect   show" in help_text
+    assert "bench" not in help_text
+
+
+@pytest.mark.usefixtures("from_a_wheel")
+def test_an_unknown_command_outside_a_checkout_is_not_offered_bench(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["nope"])
+    error = capsys.readouterr().err
+    assert "invalid choice: 'nope'" in error
+    assert "bench" not in error
+
+
+@pytest.mark.usefixtures("from_a_wheel")
+@pytest.mark.parametrize("args", [["bench"], ["bench", "--help"], ["bench", "--quick"]])
+def test_bench_outside_a_checkout_says_run_from_a_checkout(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+    assert capsys.readouterr() == ("", f"{_cli_bench.BENCH_NEEDS_CHECKOUT}\n")
 
 
 @pytest.mark.usefixtures("from_a_checkout")
@@ -369,15 +685,6 @@ def test_bench_runs_the_checkouts_benchmark_module(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(runpy, "run_module", fake_run_module)
     assert main(["bench", "--quick"]) == 0
     assert seen == [["benchmarks", "benchmarks", "--quick"]]
-
-
-def test_bench_without_a_benchmarks_package_says_run_from_a_checkout(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # As installed from a wheel: no benchmarks package anywhere on sys.path.
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    assert main(["bench"]) == 2
-    assert "run from a checkout" in capsys.readouterr().err
 
 
 def test_bench_never_runs_a_benchmarks_package_from_the_current_directory(tmp_path: Path) -> None:
