@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from . import __version__
 from ._base64 import b64encode

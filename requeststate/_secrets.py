@@ -102,12 +102,14 @@ def decode_secret(text: str, encoding: SecretEncoding | None) -> bytes:
         if "+" in text or "/" in text:
             raise ValueError(
                 "looks like standard base64 ('+' or '/'), not base64url: pass encoding='base64' "
-                "(inspect: --key-encoding base64) to read it so, or use a secret from requeststate keygen"
+                "(on the command line: --key-encoding base64) to read it so, "
+                "or use a secret from requeststate keygen"
             )
         if len(text) >= 64 and _HEX_DIGITS.issuperset(text):
             raise ValueError(
                 "looks like hex, which base64url would misread: pass encoding='hex' "
-                "(inspect: --key-encoding hex) to read it so, or use a secret from requeststate keygen"
+                "(on the command line: --key-encoding hex) to read it so, "
+                "or use a secret from requeststate keygen"
             )
         encoding = "base64url"
     secret = DECODERS[encoding](text)
