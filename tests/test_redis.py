@@ -33,7 +33,7 @@ from requeststate.redis import AsyncRedisGuard, RedisGuard, redis_key
 
 from .support import redis_server
 from .support.redis_faults import FAULTS, replying
-from .support.redis_guards import FLAVOURS, AsyncOnALoop, build, outcome
+from .support.redis_guards import FLAVOURS, AsyncOnALoop, build, lost_by, outcome
 from .support.redis_server import Server
 
 NOW = 2_000_000_000
@@ -555,20 +555,12 @@ def test_fail_open_still_refuses_a_replay_while_redis_answers(redis_url: str, na
 
 def test_a_reply_that_is_not_the_claims_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     client = redis.Redis()
-    monkeypatch.setattr(client, "eval", lambda *args, **kwargs: b"OK")
+    monkeypatch.setattr(client, "evalsha", lambda *args, **kwargs: b"OK")
     with pytest.raises(GuardUnavailable, match=r"^Redis answered the claim with an unexpected bytes$"):
         RedisGuard(client).claim(ID, NOW + 300, NOW)
 
 
 # --- a Redis that forgot --------------------------------------------------------------------------
-
-
-def lost_by(expires_through: int) -> str:
-    """What a claim is refused with within the loss window that ends at ``expires_through``."""
-    return (
-        f"{LOST}: a token that expires by {expires_through} may have been redeemed before the loss, "
-        "and is refused"
-    )
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -697,6 +689,28 @@ def flood(guard: RedisGuard, server: Server) -> tuple[list[str], Counter[str]]:
 def own_server() -> Iterator[Server]:
     with redis_server.or_skip(redis_server.running_server()) as running:
         yield running
+
+
+def test_fail_open_rides_out_no_outage_for_a_token_the_loss_window_covers(
+    own_server: Server, namespace: str
+) -> None:
+    guard = RedisGuard.from_url(
+        own_server.url, namespace=namespace, fail_open=True, max_token_lifetime=LIFETIME
+    )
+    try:
+        guard.claim(ID, NOW + 300, NOW)
+        own_server.execute("FLUSHALL")
+        assert outcome(guard, OTHER_ID, NOW + 300, NOW) == lost_by(NOW + LIFETIME)
+        own_server.kill()
+        # Unreachable now: the replay of a token redeemed before the loss is still refused, while
+        # a token minted after it is ridden out, as fail_open promises.
+        during = [
+            outcome(guard, ID, NOW + 300, NOW + 1),
+            outcome(guard, OTHER_ID, NOW + LIFETIME + 2, NOW + 2),
+        ]
+    finally:
+        guard.close()
+    assert during == ["Redis could not record the claim (ConnectionError)", True]
 
 
 @pytest.mark.parametrize("fail_open", [False, True])

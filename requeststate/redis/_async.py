@@ -36,7 +36,7 @@ class AsyncRedisGuard:
     ``RedisGuard``'s. Calling ``await aclose()`` closes the client.
     """
 
-    __slots__ = ("_claims", "_client")
+    __slots__ = ("_claims", "_client", "_script")
 
     def __init__(
         self,
@@ -60,6 +60,7 @@ class AsyncRedisGuard:
         )
         self._claims: Final = Claims(options)
         self._client: Final = client
+        self._script: Final = client.register_script(CLAIM_SCRIPT)  # as RedisGuard's
 
     @classmethod
     def from_url(
@@ -112,7 +113,7 @@ class AsyncRedisGuard:
             if claims.options.replicas:
                 reply, acknowledged = await self._claim_and_wait(claim)
             else:
-                reply = await client.eval(CLAIM_SCRIPT, 2, claim.key, claim.marker, *claim.args)
+                reply = await self._script(keys=[claim.key, claim.marker], args=claim.args)
         except ERRORS as error:
             if claims.options.replicas and isinstance(client, redis.asyncio.cluster.RedisCluster):
                 await _refresh_slots(client)
@@ -123,6 +124,7 @@ class AsyncRedisGuard:
         """The script's reply and ``WAIT``'s (or the error in its place), sent together on one connection."""
         options = self._claims.options
         commands = [
+            # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
             ("EVAL", CLAIM_SCRIPT, 2, claim.key, claim.marker, *claim.args),
             ("WAIT", options.replicas, options.wait_ms),
         ]

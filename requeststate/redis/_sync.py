@@ -53,7 +53,7 @@ class RedisGuard:
     lose.
     """
 
-    __slots__ = ("_claims", "_client")
+    __slots__ = ("_claims", "_client", "_script")
 
     def __init__(
         self,
@@ -97,6 +97,8 @@ class RedisGuard:
         )
         self._claims: Final = Claims(options)
         self._client: Final = client
+        # EVALSHA, and the script itself only when Redis does not have it yet (NOSCRIPT: not run).
+        self._script: Final = client.register_script(CLAIM_SCRIPT)
 
     @classmethod
     def from_url(
@@ -158,7 +160,7 @@ class RedisGuard:
             if claims.options.replicas:
                 reply, acknowledged = self._claim_and_wait(claim)
             else:
-                reply = self._client.eval(CLAIM_SCRIPT, 2, claim.key, claim.marker, *claim.args)
+                reply = self._script(keys=[claim.key, claim.marker], args=claim.args)
         except ERRORS as error:
             if claims.options.replicas and isinstance(self._client, redis.cluster.RedisCluster):
                 _refresh_slots(self._client)
@@ -179,6 +181,7 @@ class RedisGuard:
         both_read = False
         try:
             commands = [
+                # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
                 ("EVAL", CLAIM_SCRIPT, 2, claim.key, claim.marker, *claim.args),
                 ("WAIT", options.replicas, options.wait_ms),
             ]

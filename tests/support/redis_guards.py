@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from requeststate import GuardUnavailable
 from requeststate.redis import AsyncRedisGuard, RedisGuard
 
-__all__ = ["FLAVOURS", "AsyncOnALoop", "Claimer", "build", "outcome"]
+__all__ = ["FLAVOURS", "AsyncOnALoop", "Claimer", "build", "lost_by", "outcome"]
 
 FLAVOURS = ("sync", "async")
 
@@ -53,3 +53,11 @@ def outcome(guard: Claimer, token_id: str, expires_at: int, now: int) -> bool | 
         return guard.claim(token_id, expires_at, now)
     except GuardUnavailable as error:
         return str(error)
+
+
+def lost_by(expires_through: int) -> str:
+    """What a claim is refused with in the loss window that ends at ``expires_through``."""
+    return (
+        f"Redis lost the guard's claims: a token that expires by {expires_through} may have been "
+        "redeemed before the loss, and is refused"
+    )
