@@ -149,20 +149,19 @@ class Claims:
 
     def _observe(self, claim: Claim, epoch: str, refuse_through: int) -> int:
         """Remember the marker's epoch; the expiry up to which tokens are refused now."""
+        # The script compared the marker with the epoch this guard saw, and recorded a loss in it.
         with self._lock:
             seen = self._epochs.get(claim.marker)
             self._epochs[claim.marker] = epoch
-            lost = seen is not None and seen != epoch
             before = self._refuse_through
-            through = max(before, refuse_through, claim.now + self.options.max_token_lifetime if lost else 0)
-            self._refuse_through = through
+            through = self._refuse_through = max(before, refuse_through)
         if before < claim.now <= through:
             # One line per loss, when the window opens: every claim in it is refused, and says why.
             log.warning(
                 "Redis lost the replay guard's claims (namespace %r; %s): every token that expires "
                 "by %d (unix time) is refused, as it may have been redeemed before the loss",
                 self.options.namespace,
-                "its marker changed" if lost else "another guard saw its marker change",
+                "another guard saw its marker change" if seen in (None, epoch) else "its marker changed",
                 through,
             )
         return through
