@@ -56,6 +56,7 @@ defaults (seconds, with retries and backoff).
 from __future__ import annotations
 
 try:  # the extra's presence, checked before the guards import it
+    import redis
     import redis.asyncio.cluster
     import redis.cluster  # noqa: F401
 except ImportError as missing:  # the extra is not installed
