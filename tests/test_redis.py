@@ -186,6 +186,19 @@ def test_the_longest_max_token_lifetime_is_a_lifetime_redis_stores(redis_url: st
         guard.close()
 
 
+@pytest.mark.parametrize(("protocol", "decode_responses"), [(2, True), (3, False), (3, True)])
+def test_a_client_of_either_protocol_decoding_or_not_claims_alike(
+    redis_url: str, namespace: str, protocol: int, decode_responses: bool
+) -> None:
+    # The script's reply is an array of an integer and two bulk strings: bytes, or str once decoded.
+    own = redis.Redis.from_url(redis_url, protocol=protocol, decode_responses=decode_responses)
+    guard = RedisGuard(own, namespace=namespace)
+    try:
+        assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
+    finally:
+        guard.close()
+
+
 def test_claim_after_expires_at_is_refused_as_a_caller_mistake(guard: RedisGuard) -> None:
     with pytest.raises(ValueError, match="expires_at is before now"):
         guard.claim(ID, NOW - 1, NOW)
