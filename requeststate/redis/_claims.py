@@ -23,7 +23,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from requeststate._guard import GuardUnavailable, check_claim_window
 
-from ._keys import marker_key, redis_key
+from ._keys import marker_key, redis_key, slot_tags
 from ._options import Options
 
 __all__ = ["CLAIM_SCRIPT", "ERRORS", "Claim", "Claims", "log"]
@@ -82,6 +82,8 @@ class Claims:
         self._epochs: Final[dict[str, str]] = {}
         self._refuse_through = 0
         self._warned_lifetime = False
+        if options.cluster:
+            slot_tags()  # now, rather than at the first claim
 
     def prepare(self, token_id: str, expires_at: int, now: int) -> Claim:
         """The claim of ``token_id``; ``GuardUnavailable`` if it outlives ``max_token_lifetime``."""

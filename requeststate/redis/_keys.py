@@ -10,7 +10,7 @@ from binascii import crc_hqx
 
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-__all__ = ["marker_key", "redis_key"]
+__all__ = ["marker_key", "redis_key", "slot_tags"]
 
 
 def redis_key(namespace: str, token_id: str) -> str:
@@ -27,14 +27,16 @@ def marker_key(namespace: str, key: str, *, cluster: bool) -> str:
     """
     if not cluster:
         return f"{namespace}:marker"
-    return f"{namespace}:marker:{{{_slot_tags()[key_slot(key.encode())]}}}"
+    return f"{namespace}:marker:{{{slot_tags()[key_slot(key.encode())]}}}"
 
 
 @functools.cache
-def _slot_tags() -> tuple[str, ...]:
-    # A hash tag for each of the 16384 slots: the first three-character alphanumeric string that
-    # hashes there (0.1 s, once per process, at the first cluster guard). A tag has no braces, so
-    # its slot is the CRC16 of the whole tag, which key_slot would compute more slowly.
+def slot_tags() -> tuple[str, ...]:
+    """A hash tag for each of the 16384 slots: the first three alphanumeric characters that hash there.
+
+    Built once per process (0.1 s), by the first cluster guard.
+    """
+    # A tag has no braces, so its slot is the CRC16 of the whole tag: key_slot would be slower.
     alphabet = (string.digits + string.ascii_letters).encode()
     tags: dict[int, str] = {}
     for letters in itertools.product(alphabet, repeat=3):
