@@ -156,8 +156,8 @@ class AsyncRedisGuard:
             both_read = True
             return reply, acknowledged
         finally:
-            if not both_read:
-                await connection.disconnect()  # a reply may still be on its way: never reuse the socket
+            if not both_read:  # a reply may still be on its way: never reuse the socket
+                await connection.disconnect()
             await pool.release(connection)
 
     async def aclose(self) -> None:

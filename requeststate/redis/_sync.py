@@ -197,8 +197,8 @@ class RedisGuard:
             both_read = True
             return reply, acknowledged
         finally:
-            if not both_read:
-                connection.disconnect()  # type: ignore[no-untyped-call]  # a reply may still be on its way: never reuse the socket
+            if not both_read:  # a reply may still be on its way: never reuse the socket
+                connection.disconnect()  # type: ignore[no-untyped-call]  # untyped in redis-py
             pool.release(connection)
 
     def close(self) -> None:
