@@ -179,7 +179,9 @@ def test_redis_holds_the_id_neither_in_a_key_nor_in_a_value(
 def test_the_longest_max_token_lifetime_is_a_lifetime_redis_stores(redis_url: str, namespace: str) -> None:
     # Redis refuses an EX whose milliseconds, added to its clock, pass 2**63 - 1.
     longest = 2**62 // 1000
-    guard = RedisGuard.from_url(redis_url, namespace=namespace, max_token_lifetime=longest)
+    guard = RedisGuard.from_url(
+        redis_url, namespace=namespace, max_token_lifetime=longest, timeout=PATIENT_SECONDS
+    )
     try:
         assert [guard.claim(ID, NOW + longest, NOW), guard.claim(ID, NOW + longest, NOW)] == [True, False]
     finally:
@@ -207,7 +209,9 @@ def test_claim_after_expires_at_is_refused_as_a_caller_mistake(guard: RedisGuard
 def test_a_token_living_past_max_token_lifetime_is_refused_unclaimed(
     redis_url: str, client: redis.Redis, namespace: str
 ) -> None:
-    guard = RedisGuard.from_url(redis_url, namespace=namespace, max_token_lifetime=LIFETIME)
+    guard = RedisGuard.from_url(
+        redis_url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
+    )
     try:
         with pytest.raises(GuardUnavailable, match=r"lives 301 s more, past max_token_lifetime \(300 s\)"):
             guard.claim(ID, NOW + LIFETIME + 1, NOW)
@@ -219,7 +223,9 @@ def test_a_token_living_past_max_token_lifetime_is_refused_unclaimed(
 def test_tokens_living_past_max_token_lifetime_log_one_warning(
     redis_url: str, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    guard = RedisGuard.from_url(redis_url, namespace=namespace, max_token_lifetime=LIFETIME)
+    guard = RedisGuard.from_url(
+        redis_url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
+    )
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
         for token_id in (ID, OTHER_ID, ID):
             with pytest.raises(GuardUnavailable):
@@ -485,20 +491,18 @@ def test_fail_open_rides_out_exactly_the_errors_no_redis_answered(
 def test_a_wait_answered_after_the_client_stopped_reading_never_accepts_a_replay(
     redis_url: str, namespace: str, fail_open: bool, flavour: str
 ) -> None:
-    # No replica: WAIT answers after replica_timeout (1 s), the client stops reading after 0.1 s.
+    # No replica: WAIT answers after replica_timeout (2 s), the client stops reading after 0.25 s
+    # (time enough for the claim's own answer on a loaded machine).
     # Before: SET and WAIT were read together, the timeout lost SET's "already claimed", and
     # fail_open accepted the replay.
-    own: Any
+    options: dict[str, Any] = {"namespace": namespace, "fail_open": fail_open, "replicas": 1}
+    guard: Any
     if flavour == "sync":
-        own = redis.Redis.from_url(redis_url, socket_timeout=0.1, retry=Retry(NoBackoff(), 0))
-        guard: Any = RedisGuard(
-            own, namespace=namespace, fail_open=fail_open, replicas=1, replica_timeout=1.0
-        )
+        own = redis.Redis.from_url(redis_url, socket_timeout=0.25, retry=Retry(NoBackoff(), 0))
+        guard = RedisGuard(own, replica_timeout=2.0, **options)
     else:
-        own = redis.asyncio.Redis.from_url(redis_url, socket_timeout=0.1, retry=AsyncRetry(NoBackoff(), 0))
-        guard = AsyncOnALoop(
-            AsyncRedisGuard(own, namespace=namespace, fail_open=fail_open, replicas=1, replica_timeout=1.0)
-        )
+        aown = redis.asyncio.Redis.from_url(redis_url, socket_timeout=0.25, retry=AsyncRetry(NoBackoff(), 0))
+        guard = AsyncOnALoop(AsyncRedisGuard(aown, replica_timeout=2.0, **options))
     try:
         claims = [outcome(guard, ID, NOW + 300, NOW) for _ in range(2)]
     finally:
@@ -581,7 +585,14 @@ def test_a_reply_that_is_not_the_claims_fails_closed(monkeypatch: pytest.MonkeyP
 def test_after_flushall_no_token_redeemed_before_is_accepted(
     server: Server, namespace: str, fail_open: bool, flavour: str
 ) -> None:
-    guard = build(flavour, server.url, namespace=namespace, fail_open=fail_open, max_token_lifetime=LIFETIME)
+    guard = build(
+        flavour,
+        server.url,
+        namespace=namespace,
+        fail_open=fail_open,
+        max_token_lifetime=LIFETIME,
+        timeout=PATIENT_SECONDS,
+    )
     ids = [uuid.uuid4().hex for _ in range(20)]
     try:
         assert [guard.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 20
@@ -595,7 +606,9 @@ def test_after_flushall_no_token_redeemed_before_is_accepted(
 def test_a_loss_is_logged_once_not_per_claim(
     server: Server, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    guard = RedisGuard.from_url(server.url, namespace=namespace, max_token_lifetime=LIFETIME)
+    guard = RedisGuard.from_url(
+        server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
+    )
     guard.claim(ID, NOW + 300, NOW)
     server.execute("FLUSHALL")
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
@@ -611,7 +624,9 @@ def test_a_loss_is_logged_once_not_per_claim(
 
 
 def test_the_loss_window_ends_one_max_token_lifetime_after_the_loss(server: Server, namespace: str) -> None:
-    guard = RedisGuard.from_url(server.url, namespace=namespace, max_token_lifetime=LIFETIME)
+    guard = RedisGuard.from_url(
+        server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
+    )
     try:
         guard.claim(ID, NOW + 300, NOW)
         server.execute("FLUSHALL")
@@ -627,7 +642,9 @@ def test_the_loss_window_ends_one_max_token_lifetime_after_the_loss(server: Serv
 def test_a_guard_that_never_saw_the_store_learns_the_loss_from_its_marker(
     server: Server, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    first = RedisGuard.from_url(server.url, namespace=namespace, max_token_lifetime=LIFETIME)
+    first = RedisGuard.from_url(
+        server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
+    )
     first.claim(ID, NOW + 300, NOW)
     server.execute("FLUSHALL")
     with pytest.raises(GuardUnavailable, match=LOST):
@@ -635,7 +652,9 @@ def test_a_guard_that_never_saw_the_store_learns_the_loss_from_its_marker(
     first.close()
     # Another process, started after the loss: it never saw the store before.
     caplog.clear()
-    second = RedisGuard.from_url(server.url, namespace=namespace, max_token_lifetime=LIFETIME)
+    second = RedisGuard.from_url(
+        server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
+    )
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
         replay = outcome(second, ID, NOW + 300, NOW + 5)
     second.close()
@@ -646,7 +665,9 @@ def test_a_guard_that_never_saw_the_store_learns_the_loss_from_its_marker(
 def test_a_fresh_redis_at_first_deploy_refuses_nothing_and_logs_nothing(
     redis_url: str, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    guard = RedisGuard.from_url(redis_url, namespace=namespace, max_token_lifetime=LIFETIME)
+    guard = RedisGuard.from_url(
+        redis_url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
+    )
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
         claims = [guard.claim(uuid.uuid4().hex, NOW + 300, NOW) for _ in range(3)]
     guard.close()
@@ -708,7 +729,11 @@ def test_fail_open_rides_out_no_outage_for_a_token_the_loss_window_covers(
     own_server: Server, namespace: str
 ) -> None:
     guard = RedisGuard.from_url(
-        own_server.url, namespace=namespace, fail_open=True, max_token_lifetime=LIFETIME
+        own_server.url,
+        namespace=namespace,
+        fail_open=True,
+        max_token_lifetime=LIFETIME,
+        timeout=PATIENT_SECONDS,
     )
     try:
         guard.claim(ID, NOW + 300, NOW)
@@ -732,7 +757,11 @@ def test_redis_killed_and_restarted_mid_load_accepts_no_token_twice(
 ) -> None:
     # Before: every token redeemed before a restart without persistence was accepted again.
     guard = RedisGuard.from_url(
-        own_server.url, namespace=namespace, fail_open=fail_open, max_token_lifetime=LIFETIME, timeout=1.0
+        own_server.url,
+        namespace=namespace,
+        fail_open=fail_open,
+        max_token_lifetime=LIFETIME,
+        timeout=PATIENT_SECONDS,
     )
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
         accepted, after = flood(guard, own_server)
