@@ -21,9 +21,10 @@ import redis.asyncio.cluster
 import redis.cluster
 
 from requeststate._guard import GuardUnavailable
-from requeststate.redis import AsyncRedisGuard, RedisGuard, redis_key
+from requeststate.redis import DEFAULT_MAX_TOKEN_LIFETIME, AsyncRedisGuard, RedisGuard, redis_key
 
 from .support import redis_server
+from .support.redis_guards import FLAVOURS, build, lost_by, outcome
 from .support.redis_server import Cluster, Replicated, Server
 
 NOW = 2_000_000_000
@@ -82,9 +83,12 @@ def id_on(cluster: Cluster, namespace: str, master: Server) -> str:
     )
 
 
-def redeem_again(url: str, namespace: str, accepted: list[str]) -> int:
-    """How many ids accepted before a failover the server that took over accepts again."""
-    guard = RedisGuard.from_url(url, namespace=namespace, timeout=PATIENT_SECONDS)
+def redeem_again(url: str, namespace: str, accepted: list[str], *, cluster: bool = False) -> int:
+    """How many ids accepted before a failover the server that took over accepts again.
+
+    The guard is a new one, as in a process started after the failover: it never saw the store.
+    """
+    guard = RedisGuard.from_url(url, cluster=cluster, namespace=namespace, timeout=PATIENT_SECONDS)
     try:
         return sum(guard.claim(token_id, NOW + 300, NOW) for token_id in accepted)
     finally:
@@ -103,7 +107,9 @@ def test_cluster_spreads_claims_over_every_master(
 ) -> None:
     for token_id in fresh_ids(60):
         cluster_guard.claim(token_id, NOW + 300, NOW)
-    held = [len(list(master.client().scan_iter(match=f"{namespace}:*"))) for master in cluster.masters]
+    # A claim's key is the namespace and 64 hex digits; the markers beside them are not claims.
+    claims = f"{namespace}:{'?' * 64}"
+    held = [len(list(master.client().scan_iter(match=claims))) for master in cluster.masters]
     assert sum(held) == 60
     assert min(held) > 0, held
 
@@ -276,7 +282,7 @@ def test_cluster_failover_loses_no_claim_its_replica_acknowledged(namespace: str
             outcomes,
             aoutcomes,
         )
-        assert redeem_again(successor.url, namespace, accepted) == 0
+        assert redeem_again(successor.url, namespace, accepted, cluster=True) == 0
 
 
 def test_processes_racing_on_the_cluster_claim_each_id_exactly_once(cluster: Cluster, namespace: str) -> None:
@@ -492,3 +498,56 @@ def test_async_paused_master_fails_closed_after_the_timeout(replicated: Replicat
             asyncio.run(claim())
     finally:
         replicated.master.resume()
+
+
+# --- a store that forgot: a failover to an empty replica, a cluster master flushed ------------------
+
+
+@pytest.mark.parametrize("replicas", [0, 1])
+def test_a_failover_to_an_empty_replica_refuses_every_token_redeemed_before(
+    cuttable: Replicated, namespace: str, replicas: int
+) -> None:
+    # The replica is cut off before the first claim: promoted, it holds none of them, nor the marker.
+    # The guard knows one address (a virtual IP), which the failover points at the promoted replica.
+    assert cuttable.link is not None
+    cuttable.link.cut()
+    front = redis_server.Link(cuttable.master.port)
+    guard = RedisGuard.from_url(
+        front.url,
+        namespace=namespace,
+        replicas=replicas,
+        replica_timeout=WAIT_SECONDS,
+        timeout=PATIENT_SECONDS,
+        max_token_lifetime=300,
+    )
+    ids = fresh_ids(5)
+    try:
+        first = [outcome(guard, token_id, NOW + 300, NOW) for token_id in ids]
+        cuttable.master.kill()
+        redis_server.promote(cuttable.replica)
+        front.point_at(cuttable.replica.port)
+        replays = [outcome(guard, token_id, NOW + 300, NOW + 5) for token_id in ids]
+    finally:
+        guard.close()
+        front.close()
+    # With the wait, no claim counted: its replica never acknowledged one.
+    assert first == [True if not replicas else "0 of 1 replicas acknowledged the claim within 50 ms"] * 5
+    assert replays == [lost_by(NOW + 5 + 300)] * 5, replays
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_cluster_master_that_forgot_refuses_every_token_redeemed_before(
+    cluster: Cluster, namespace: str, flavour: str
+) -> None:
+    guard = build(flavour, cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    forgetful = cluster.masters[0]
+    ids = [id_on(cluster, namespace, master) for master in cluster.masters for _ in range(5)]
+    try:
+        assert [guard.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 15
+        forgetful.execute("FLUSHALL")  # its replica follows
+        replays = [outcome(guard, token_id, NOW + 300, NOW + 5) for token_id in ids]
+    finally:
+        guard.close()
+    # Its ids find no claim and are refused for the loss; the others are replays of claims still held.
+    lost = lost_by(NOW + 5 + DEFAULT_MAX_TOKEN_LIFETIME)
+    assert replays == [lost] * 5 + [False] * 10, replays

@@ -1,11 +1,13 @@
 """Throwaway redis-servers on loopback ports for the Redis tests: one, a master with a replica, a cluster.
 
-Also the worker processes of the races, and a link that can be cut between a replica and its master.
+Also a server still loading its dataset (it answers -LOADING), the worker processes of the races,
+and a relay that can be cut, or pointed at another server.
 Every server runs with no persistence in a temporary directory and is stopped (or killed) on exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue
@@ -26,6 +28,8 @@ from typing import Any, TypeVar
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from requeststate.redis import RedisGuard
 
@@ -76,10 +80,11 @@ def free_loopback_port() -> int:
 
 @dataclass
 class Server:
-    """One redis-server process on a loopback port."""
+    """One redis-server process on a loopback port, and the command that started it."""
 
     process: subprocess.Popen[bytes]
     port: int
+    args: list[str]
 
     @property
     def url(self) -> str:
@@ -109,6 +114,11 @@ class Server:
         self.process.kill()
         self.process.wait()
 
+    def restart(self) -> None:
+        """Start the server again on its port, after ``kill``: without persistence, it starts empty."""
+        self.process = _launch(self.args)
+        wait_until(lambda: _answers_ping(self.port), f"redis-server did not restart on port {self.port}")
+
     def stop(self) -> None:
         if self.process.poll() is not None:
             return
@@ -119,6 +129,10 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _launch(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
 def _answers_ping(port: int) -> bool:
@@ -141,7 +155,7 @@ def _start_once(executable: str, directory: Path, extra: list[str]) -> Server:
     if "--cluster-enabled" in extra:
         # Name the bus port: port + 10000 may be past 65535 or taken.
         args += ["--cluster-port", str(free_loopback_port()), "--cluster-config-file", f"nodes-{port}.conf"]
-    server = Server(subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL), port)
+    server = Server(_launch(args), port, args)
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline and server.process.poll() is None:
         if _answers_ping(port):
@@ -205,8 +219,60 @@ def running_redis() -> Iterator[str]:
 
     Raises ``RedisUnavailable`` if there is no redis-server, or it does not start.
     """
+    with running_server() as server:
+        yield server.url
+
+
+@contextmanager
+def running_server() -> Iterator[Server]:
+    """``running_redis``, yielding the server itself: to reconfigure, pause, kill or restart it."""
     with _servers() as start:
-        yield start().url
+        yield start()
+
+
+# LOADING_KEYS values, each past the 1 KiB of dataset after which a loading server answers
+# clients again, loaded one per LOADING_DELAY_US microseconds: about 30 s of -LOADING.
+LOADING_KEYS = 3000
+LOADING_DELAY_US = 10_000
+
+
+def _answers_loading(port: int) -> bool:
+    # No retries: redis-py retries a -LOADING answer (a ConnectionError) for seconds by default.
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=0.5, retry=Retry(NoBackoff(), 0))
+    try:
+        client.ping()
+    except redis.exceptions.BusyLoadingError:
+        return True
+    except redis.exceptions.RedisError:
+        return False
+    finally:
+        client.close()
+    return False
+
+
+@contextmanager
+def loading_redis() -> Iterator[Server]:
+    """A redis-server still loading its dataset from disk: it answers most commands -LOADING.
+
+    A first server saves the dataset; a second loads it, slowed by Redis's own
+    ``key-load-delay`` (what Redis's test suite slows loading with). Killed on exit.
+    """
+    with _servers() as start:
+        writer = start("--rdbcompression", "no", "--dbfilename", "loading.rdb")
+        value = "x" * 1100
+        writer.execute("EVAL", f"for i=1,{LOADING_KEYS} do redis.call('SET', i, '{value}') end", 0)
+        writer.execute("SAVE")
+        writer.kill()
+        args = [*writer.args, "--key-load-delay", str(LOADING_DELAY_US)]
+        args += ["--loading-process-events-interval-bytes", "1024"]
+        port = free_loopback_port()
+        args[args.index("--port") + 1] = str(port)
+        loading = Server(_launch(args), port, args)
+        try:
+            wait_until(lambda: _answers_loading(port), "redis-server did not answer -LOADING")
+            yield loading
+        finally:
+            loading.kill()
 
 
 def _replica_is_up(master: Server, replica: Server) -> bool:
@@ -215,10 +281,12 @@ def _replica_is_up(master: Server, replica: Server) -> bool:
 
 
 class Link:
-    """A TCP relay on loopback from a replica to its master, that a test can cut.
+    """A TCP relay on loopback to a server (a replica's to its master, a guard's), that a test can cut.
 
     Cut, it keeps both connections open and drops every byte, as a network
     partition does: neither side notices until its own timeouts (a minute).
+    Pointed at another server, it closes every connection it relays, as a
+    failover of a virtual IP does, and relays new ones to that server.
     """
 
     def __init__(self, port: int) -> None:
@@ -229,8 +297,21 @@ class Link:
         self.port: int = self._listener.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
 
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
     def cut(self) -> None:
         self._cut.set()
+
+    def point_at(self, port: int) -> None:
+        """Relay new connections to ``port``; close the ones open now."""
+        self._target = port
+        sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            with contextlib.suppress(OSError):  # already closed by its peer
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the pump blocked reading it, and tells the peer
+            sock.close()
 
     def close(self) -> None:
         for sock in [self._listener, *self._sockets]:
@@ -242,7 +323,11 @@ class Link:
                 downstream, _ = self._listener.accept()
             except OSError:  # closed
                 return
-            upstream = socket.create_connection(("127.0.0.1", self._target))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self._target))
+            except OSError:  # the server is down: the client sees its connection closed
+                downstream.close()
+                continue
             self._sockets += [downstream, upstream]
             for source, sink in ((downstream, upstream), (upstream, downstream)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()

@@ -1,0 +1,219 @@
+"""``RedisGuard``: the replay guard on a sync redis-py client, one Redis or a Redis Cluster."""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeAlias, final
+
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from ._claims import CLAIM_SCRIPT, ERRORS, Claim, Claims, log
+from ._options import (
+    DEFAULT_MAX_TOKEN_LIFETIME,
+    DEFAULT_NAMESPACE,
+    DEFAULT_TIMEOUT,
+    check_options,
+    client_options,
+    describe,
+)
+
+__all__ = ["Client", "RedisGuard"]
+
+Client: TypeAlias = "redis.Redis | redis.cluster.RedisCluster"
+"""What ``RedisGuard`` claims through: one Redis (or a master), or a Redis Cluster."""
+
+
+@final
+class RedisGuard:
+    """A replay guard on a Redis client, shared by every process that uses that Redis.
+
+    ``client`` is a ``redis.Redis`` (one Redis, or the master of a replicated
+    one) or a ``redis.cluster.RedisCluster``. Thread-safe (redis-py's
+    connection pools are). Give the client bounded timeouts and no retries, or
+    use ``from_url``: a claim waits at most as long as the client does. Use one
+    ``namespace`` per application sharing a Redis, and one guard per process
+    (it remembers what it saw of Redis, to notice when Redis forgot). Calling
+    ``close()`` closes the client.
+
+    With ``replicas=N`` a claim counts only once ``N`` replicas acknowledged
+    it, so that it survives the failover of its master. The claim and its
+    ``WAIT`` go on one connection (``WAIT`` counts the writes of its own
+    connection), to the master that owns the key's slot in a cluster, and the
+    claim's own answer is read first: an id already claimed is a replay,
+    whatever ``WAIT`` answers or however late. When fewer than ``N`` replicas
+    acknowledge a first claim within ``replica_timeout``, when ``WAIT``'s
+    answer is not read (a timeout, a dropped connection), or when the slot
+    moved meanwhile, ``claim`` raises ``GuardUnavailable`` whatever
+    ``fail_open`` says, and the key stays written: that token stays refused
+    until it expires, and no token is ever accepted on a claim a failover can
+    lose.
+    """
+
+    __slots__ = ("_claims", "_client", "_script")
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        fail_open: bool = False,
+        replicas: int = 0,
+        replica_timeout: float = DEFAULT_TIMEOUT,
+        max_token_lifetime: int = DEFAULT_MAX_TOKEN_LIFETIME,
+    ) -> None:
+        """Guard with ``client``.
+
+        Args:
+            client: a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``
+                (an asyncio client needs ``AsyncRedisGuard``).
+            namespace: the prefix of every key this guard writes (no ``{`` in a cluster).
+            fail_open: if no Redis answers (unreachable, or silent past the
+                client's timeout), accept the token unchecked and log a warning,
+                instead of raising ``GuardUnavailable``. Every answer Redis
+                gives, an error reply included, is still obeyed.
+            replicas: how many replicas must acknowledge a claim before it
+                counts; 0 (the default) does not wait.
+            replica_timeout: how long, in seconds, to wait for them; the
+                client's ``socket_timeout`` must be longer, or a shortfall
+                shows as a timeout.
+            max_token_lifetime: the most seconds a token lives after it is
+                redeemed (the codecs' ``ttl + leeway``; a longer-lived token is
+                refused). After Redis lost its claims, tokens that expire
+                within this long are refused.
+        """
+        if not isinstance(client, redis.Redis | redis.cluster.RedisCluster):
+            asyncio_client = isinstance(client, redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster)
+            raise TypeError(
+                "client must be a redis.Redis or redis.cluster.RedisCluster, "
+                f"not {type(client).__name__}{': use AsyncRedisGuard' if asyncio_client else ''}"
+            )
+        cluster = isinstance(client, redis.cluster.RedisCluster)
+        options = check_options(
+            namespace, fail_open, replicas, replica_timeout, max_token_lifetime, cluster=cluster
+        )
+        self._claims: Final = Claims(options)
+        self._client: Final = client
+        # EVALSHA, and the script itself only when Redis does not have it yet (NOSCRIPT: not run).
+        self._script: Final = client.register_script(CLAIM_SCRIPT)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        cluster: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+        namespace: str = DEFAULT_NAMESPACE,
+        fail_open: bool = False,
+        replicas: int = 0,
+        replica_timeout: float = DEFAULT_TIMEOUT,
+        max_token_lifetime: int = DEFAULT_MAX_TOKEN_LIFETIME,
+    ) -> RedisGuard:
+        """A guard on a new client for ``url``, waiting at most ``timeout`` seconds to connect or answer.
+
+        ``cluster=True`` builds a ``redis.cluster.RedisCluster`` from the URL of
+        any node of the cluster (it connects at once, to read the slot map).
+        With ``replicas``, the read timeout is ``timeout + replica_timeout``, so
+        that ``WAIT``'s answer arrives before it. The client does not retry: a
+        retried claim whose first answer was lost would read the guard's own
+        claim as a replay.
+        """
+        options: dict[str, Any] = client_options(timeout, replicas, replica_timeout)
+        client: Client
+        if cluster:
+            client = redis.cluster.RedisCluster.from_url(url, retry=Retry(NoBackoff(), 0), **options)
+        else:
+            client = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **options)
+        return cls(
+            client,
+            namespace=namespace,
+            fail_open=fail_open,
+            replicas=replicas,
+            replica_timeout=replica_timeout,
+            max_token_lifetime=max_token_lifetime,
+        )
+
+    @property
+    def client(self) -> Client:
+        """The client this guard claims through."""
+        return self._client
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
+
+        Raises:
+            GuardUnavailable: Redis did not record the claim, fewer than
+                ``replicas`` replicas acknowledged it, the token lives past
+                ``max_token_lifetime``, or Redis lost its claims within one
+                ``max_token_lifetime`` of its expiry (unless ``fail_open`` and
+                no Redis answered: then ``True``).
+            ValueError: ``expires_at`` is before ``now``.
+        """
+        claims = self._claims
+        claim = claims.prepare(token_id, expires_at, now)
+        acknowledged: object = None
+        try:
+            if claims.options.replicas:
+                reply, acknowledged = self._claim_and_wait(claim)
+            else:
+                reply = self._script(keys=[claim.key, claim.marker], args=claim.args)
+        except ERRORS as error:
+            if claims.options.replicas and isinstance(self._client, redis.cluster.RedisCluster):
+                _refresh_slots(self._client)
+            return claims.failed(claim, error)
+        return claims.settle(claim, reply, acknowledged)
+
+    def _claim_and_wait(self, claim: Claim) -> tuple[object, object]:
+        """The script's reply and ``WAIT``'s (or the error in its place), sent together on one connection."""
+        client = self._client
+        if isinstance(client, redis.cluster.RedisCluster):
+            # Both commands to the key's master; the cluster client would follow a MOVED on its own,
+            # sending the claim to another master than the WAIT.
+            node = client.get_node_from_key(claim.key)  # type: ignore[no-untyped-call]  # untyped in redis-py
+            client = client.get_redis_connection(node)
+        options = self._claims.options
+        pool = client.connection_pool
+        connection = pool.get_connection()
+        both_read = False
+        try:
+            commands = [
+                # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
+                ("EVAL", CLAIM_SCRIPT, 2, claim.key, claim.marker, *claim.args),
+                ("WAIT", options.replicas, options.wait_ms),
+            ]
+            packed = connection.pack_commands(commands)  # type: ignore[no-untyped-call]  # untyped in redis-py
+            connection.send_packed_command(packed)  # type: ignore[no-untyped-call]  # untyped in redis-py
+            # The claim's own answer first (an error reply raises here): once read, nothing that
+            # happens to WAIT can turn a replay into a first claim.
+            reply = connection.read_response()
+            try:
+                acknowledged: object = connection.read_response()
+            except ERRORS as error:
+                return reply, error
+            both_read = True
+            return reply, acknowledged
+        finally:
+            if not both_read:  # a reply may still be on its way: never reuse the socket
+                connection.disconnect()  # type: ignore[no-untyped-call]  # untyped in redis-py
+            pool.release(connection)
+
+    def close(self) -> None:
+        """Close the client and its connections."""
+        self._client.close()
+
+    def __repr__(self) -> str:
+        return describe("RedisGuard", self._claims.options)
+
+
+def _refresh_slots(client: redis.cluster.RedisCluster) -> None:
+    # A claim that went straight to a master failed: the master may be gone or the slot moved, and
+    # only the cluster client's own commands would notice. Read the slot map again; if no node
+    # answers, the claim fails closed all the same and the next one tries again.
+    try:
+        client.nodes_manager.initialize()
+    except ERRORS:
+        log.debug("Redis Cluster slot map not refreshed: no node answered")
