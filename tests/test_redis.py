@@ -396,7 +396,8 @@ ERROR_CLASSES = sorted(
     (
         error
         for error in vars(redis.exceptions).values()
-        if isinstance(error, type) and issubclass(error, RedisError | RedisClusterException)
+        # Every exception class redis-py defines, those that are no RedisError included.
+        if isinstance(error, type) and issubclass(error, Exception)
     ),
     key=lambda error: error.__name__,
 )

@@ -17,6 +17,7 @@ import os
 import threading
 from typing import Final, NamedTuple
 
+import redis.exceptions
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, SlotNotCoveredError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -48,8 +49,17 @@ return {claimed and 1 or 0, epoch, refuse}
 for a new marker, the epoch this guard last saw there ('' if none), the expiry to refuse
 through if the marker shows a loss, and the guard's own ``refuse_through``."""
 
-# Every error redis-py raises, and its cluster client's own (not a RedisError).
-ERRORS: Final = (RedisError, RedisClusterException)
+# Every error redis-py raises: its cluster client's own, and two more that are no RedisError
+# (a pool after a fork deadlocked; a cluster policy misconfigured), which fail closed too.
+ERRORS: Final = (
+    RedisError,
+    RedisClusterException,
+    *(
+        getattr(redis.exceptions, name)
+        for name in ("ChildDeadlockedError", "IncorrectPolicyType")
+        if hasattr(redis.exceptions, name)  # IncorrectPolicyType is newer than redis-py 6.0
+    ),
+)
 # The errors fail_open rides out: no Redis answered the claim. Exact classes, never their
 # subclasses: BusyLoadingError (-LOADING) and AuthenticationError (-WRONGPASS, -NOAUTH) are
 # ConnectionErrors that a server answered; MaxConnectionsError is this process's own pool,
