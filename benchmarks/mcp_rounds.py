@@ -65,17 +65,22 @@ def _one_round(boundary: ServerMiddleware[Any], state: str) -> Callable[[], str]
     """A retry through ``boundary``: open the echo of a token it minted, then seal the next state."""
     params = {"name": "book_table", "arguments": ARGUMENTS}
 
+    # What the SDK's runner hands every middleware: the handler's result already shaped for the wire.
+    interim = InputRequiredResult(request_state=state).model_dump(
+        by_alias=True, mode="json", exclude_none=True
+    )
+
     async def mint(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
-        return InputRequiredResult(request_state=state)
+        return interim
 
     sealed = _finish(boundary(_context(params), cast(CallNext, mint)))
-    token = cast(InputRequiredResult, sealed).request_state
+    token = cast(dict[str, Any], sealed)["requestState"]
     retry = _context({**params, "requestState": token, "inputResponses": {}})
     seen: list[str] = []
 
     async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
         seen.append((ctx.params or {})["requestState"])
-        return InputRequiredResult(request_state=state)
+        return interim
 
     def round_trip() -> str:
         _finish(boundary(retry, cast(CallNext, handler)))

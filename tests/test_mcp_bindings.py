@@ -490,10 +490,12 @@ def test_protect_and_boundary_share_one_options_declaration() -> None:
         "max_token_bytes",
         "clock",
         "guard",
+        "metrics",
         "on_invalid",
         "bind",
         "subject",
         "audience",
+        "allow_missing_sub",
     }
 
 

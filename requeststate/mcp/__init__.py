@@ -47,7 +47,8 @@ except ImportError as missing:
     ) from missing
 
 from ._binding import Binding, access_token_subject, arguments_digest, request_target
-from ._boundary import INVALID_MESSAGE, Boundary, OnInvalid, Options, SubjectSource, protect
+from ._boundary import INVALID_MESSAGE, Boundary, protect
+from ._config import OnInvalid, Options, SubjectSource
 from ._sdk import SDKCodec, sdk_security, use_codec
 
 __all__ = [

@@ -16,7 +16,8 @@ import requeststate as rs
 from requeststate._base64 import b64decode, b64encode
 
 from ._binding import SDK_CODEC_TOOL
-from ._boundary import Boundary, SubjectSource
+from ._boundary import Boundary
+from ._config import SubjectSource
 from ._install import chain, install, warn_if_ephemeral
 
 _GUARD_REFUSED: Final = (
