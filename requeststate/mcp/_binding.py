@@ -134,7 +134,7 @@ def mcpd_tool(method: str, params: Mapping[str, Any] | None) -> str:
 
 
 def authenticated_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """The string the SDK's ``authenticated_principal`` returns: ``[client_id, issuer, subject]``, compact JSON.
+    """What the SDK's ``authenticated_principal`` returns: ``[client_id, issuer, subject]``, compact JSON.
 
     The principal of the verified access token (``null`` for a component the
     token lacks), or ``None`` when the request is unauthenticated. Written
