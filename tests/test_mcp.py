@@ -642,6 +642,19 @@ def test_codec_refuses_an_authentic_state_that_seal_never_writes() -> None:
         SDKCodec(KEYS).unseal(token)
 
 
+@pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
+def test_codec_seals_a_64_kib_payload_by_default(mode: rs.ModeName) -> None:
+    # The largest payload the SDK's own suite seals: SDKCodec's default cap holds it in every mode.
+    codec = SDKCodec(KEYS, mode=mode)
+    payload = bytes(range(256)) * 256
+    assert codec.unseal(codec.seal(payload)) == payload
+
+
+def test_codec_refuses_to_seal_past_a_lower_cap() -> None:
+    with pytest.raises(ValueError, match=r"over max_token_bytes=100000$"):
+        SDKCodec(KEYS, max_token_bytes=100_000).seal(bytes(65_536))
+
+
 def test_codec_exposes_its_size_limit() -> None:
     codec = SDKCodec(KEYS, max_token_bytes=1 << 20)
     assert codec.max_token_bytes == 1 << 20
