@@ -20,7 +20,7 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.request_state import InvalidRequestState
 from mcp.shared.exceptions import MCPError
-from mcp_types import InputRequiredResult, RequestParamsMeta
+from mcp_types import INTERNAL_ERROR, InputRequiredResult, RequestParamsMeta
 
 import requeststate as rs
 from requeststate.mcp import Boundary, Options, SDKCodec, protect
@@ -228,6 +228,69 @@ async def test_mcpd_binding_binds_resources_read_to_the_empty_tool() -> None:
             return first.request_state or ""
 
     assert spec.open_token(SECRET, await bounded(run), "alice", "")["s"] == STATE
+
+
+async def test_mcpd_binding_refuses_to_mint_for_a_token_without_sub(caplog: pytest.LogCaptureFixture) -> None:
+    # mcp.d would bind such a token as "", the identity every anonymous user shares.
+    built = build("mcpserver", "boundary", KEYS, "encrypted", bind="mcpd")
+    built.auth.without_sub = True
+
+    async def run() -> None:
+        async with connect(built) as client:
+            with pytest.raises(MCPError) as error:
+                await first_round(client)
+            assert error.value.error.code == INTERNAL_ERROR
+
+    with caplog.at_level(logging.ERROR, logger="requeststate.mcp"):
+        await bounded(run)
+    assert "the access token has no sub" in caplog.text
+    assert "allow_missing_sub=True" in caplog.text
+
+
+async def test_mcpd_binding_refuses_an_echo_for_a_token_without_sub() -> None:
+    # A token bound to the empty subject, as an anonymous round or mcp.d mints it for such a client.
+    built = build("lowlevel", "boundary", KEYS, "encrypted", bind="mcpd")
+    built.auth.without_sub = True
+    token = spec.mint(SECRET, STATE, NOW_PLUS, "", "wizard", "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_mcpd_allow_missing_sub_binds_a_token_without_sub_as_the_empty_subject(mode: rs.ModeName) -> None:
+    built = build("mcpserver", "boundary", KEYS, mode, bind="mcpd", allow_missing_sub=True)
+    built.auth.without_sub = True
+
+    async def run() -> str:
+        async with connect(built) as client:
+            return await first_round(client)
+
+    assert spec.open_token(SECRET, await bounded(run), "", "wizard")["s"] == STATE
+
+
+async def test_mcpd_binding_shares_states_between_clients_of_one_sub() -> None:
+    # Documented (docs/mcp.md): mcp.d binds the bare sub, so client c1's alice and client c2's
+    # alice accept each other's states. bind="request" binds the client too.
+    built = build("mcpserver", "boundary", KEYS, "encrypted", bind="mcpd")
+    built.auth.subject = "alice"
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            built.auth.client_id = "c1"
+            token = await first_round(client)
+            built.auth.client_id = "c2"
+            return await echo(client, token)
+
+    second = await bounded(run)
+    assert isinstance(second, InputRequiredResult)
+    assert plaintext_seen(built) == [STATE]
 
 
 def test_spec_helper_reproduces_the_published_vector() -> None:
@@ -468,6 +531,8 @@ BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"max_token_bytes": 0}, ValueError, "max_token_bytes"),
     ({"mode": "plain"}, ValueError, "mode"),
     ({"ttl_seconds": 5}, TypeError, "ttl_seconds"),
+    ({"allow_missing_sub": True}, ValueError, "^allow_missing_sub=True applies to bind='mcpd'"),
+    ({"allow_missing_sub": "yes"}, TypeError, "^allow_missing_sub must be a bool, not str$"),
 ]
 
 
@@ -497,6 +562,12 @@ def test_protect_and_boundary_share_one_options_declaration() -> None:
         "audience",
         "allow_missing_sub",
     }
+
+
+def test_allow_missing_sub_is_refused_beside_a_subject_source() -> None:
+    # The source decides what a token without sub binds: the option would change nothing.
+    with pytest.raises(ValueError, match="a subject= source decides for itself$"):
+        Boundary(KEYS, bind="mcpd", subject=lambda ctx: "x", allow_missing_sub=True)
 
 
 def test_boundary_built_directly_needs_an_audience() -> None:
