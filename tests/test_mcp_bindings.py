@@ -264,7 +264,7 @@ async def test_mcpd_binding_refuses_an_echo_for_a_token_without_sub() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_mcpd_allow_missing_sub_binds_a_token_without_sub_as_the_empty_subject(mode: rs.ModeName) -> None:
+async def test_mcpd_allow_missing_sub_binds_the_empty_subject(mode: rs.ModeName) -> None:
     built = build("mcpserver", "boundary", KEYS, mode, bind="mcpd", allow_missing_sub=True)
     built.auth.without_sub = True
 
@@ -566,7 +566,7 @@ def test_protect_and_boundary_share_one_options_declaration() -> None:
 
 def test_allow_missing_sub_is_refused_beside_a_subject_source() -> None:
     # The source decides what a token without sub binds: the option would change nothing.
-    with pytest.raises(ValueError, match="a subject= source decides for itself$"):
+    with pytest.raises(ValueError, match=r"a subject= source decides for itself$"):
         Boundary(KEYS, bind="mcpd", subject=lambda ctx: "x", allow_missing_sub=True)
 
 
