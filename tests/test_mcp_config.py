@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mcp.server import MCPServer
-from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 import requeststate as rs
 from requeststate.mcp import Boundary, protect
 from tests.support import spec_tokens as spec
-from tests.support.mcp_flow import KEYS, SECRET, assert_frozen, b64_secret, request_context
+from tests.support.mcp_flow import KEYS, SECRET, assert_frozen, b64_secret, open_round, seal_round
 
 pytestmark = pytest.mark.anyio
 
@@ -27,27 +25,11 @@ TOOL = spec.boundary_tool("tools/call", "wizard", {"topic": "x"}, "svc", False)
 
 
 async def mint(boundary: Boundary, state: str = "s") -> str:
-    """The first round: the token ``boundary`` seals ``state`` into."""
-
-    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
-        return {"resultType": "input_required", "requestState": state}
-
-    sealed = await boundary(request_context(dict(PARAMS)), handler)
-    assert isinstance(sealed, dict)
-    token: str = sealed["requestState"]
-    return token
+    return await seal_round(boundary, PARAMS, state)
 
 
-async def redeem(boundary: Boundary, token: str) -> str:
-    """The retry: the state ``boundary`` hands its handler for ``token`` (or ``MCPError``)."""
-    handed: list[str] = []
-
-    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
-        handed.append((ctx.params or {})["requestState"])
-        return {"resultType": "complete", "content": []}
-
-    await boundary(request_context({**PARAMS, "requestState": token}), handler)
-    return handed[0]
+async def redeem(boundary: Boundary, token: str) -> str | None:
+    return await open_round(boundary, PARAMS, token)
 
 
 class Clock:
