@@ -17,13 +17,18 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mcp.server import MCPServer
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.request_state import InvalidRequestState
+from mcp.server.request_state import authenticated_principal as sdk_authenticated_principal
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, InputRequiredResult, RequestParamsMeta
 
 import requeststate as rs
-from requeststate.mcp import Boundary, Options, SDKCodec, protect
+from requeststate.mcp import Boundary, Options, SDKCodec, arguments_digest, protect
+from requeststate.mcp._binding import authenticated_principal
 from requeststate.mcp._boundary import _logged_id
 from tests.support import spec_tokens as spec
 from tests.support.mcp_flow import (
@@ -169,6 +174,55 @@ async def test_boundary_binds_the_documented_identity() -> None:
     token = await bounded(run)
     tool = spec.boundary_tool("tools/call", "wizard", {"n": [1, "é"], "topic": "x"}, "tests", True)
     assert spec.open_token(SECRET, token, spec.principal("alice"), tool)["s"] == STATE
+
+
+PRINCIPALS = [
+    {"client_id": "c", "subject": "alice", "claims": {"iss": "https://as"}},
+    {"client_id": "c", "subject": None, "claims": {"iss": "https://as"}},
+    {"client_id": "c", "subject": "alice", "claims": None},
+    {"client_id": "c", "subject": "alice", "claims": {"iss": 7}},
+    {"client_id": 'c"\n\u2028', "subject": "é 状態 \ud800", "claims": {"iss": "\x00"}},
+]
+
+
+@pytest.mark.parametrize("claims", PRINCIPALS)
+def test_the_principal_is_the_string_the_sdk_writes(claims: dict[str, Any]) -> None:
+    # The default principal source writes the SDK's authenticated_principal itself: same bytes.
+    token = AccessToken(token="opaque", scopes=[], **claims)
+    reset = auth_context_var.set(AuthenticatedUser(token))
+    try:
+        ctx = request_context({"name": "wizard"})
+        assert authenticated_principal(ctx) == sdk_authenticated_principal(ctx)
+    finally:
+        auth_context_var.reset(reset)
+
+
+def test_an_anonymous_request_has_no_principal() -> None:
+    assert authenticated_principal(request_context({"name": "wizard"})) is None
+
+
+ARGUMENTS = [
+    None,
+    {},
+    {"b": {"z": 1, "a": [True, None, False]}, "a": "x"},
+    {"n": [0.1, -0.0, 1e16, 2**70, float("nan"), float("inf"), -float("inf")]},
+    {"é": "状態", "c": 'q"\\\n\x00\u2028', "s": "\ud800"},
+]
+
+
+@pytest.mark.parametrize("arguments", ARGUMENTS)
+def test_the_arguments_digest_is_that_of_the_sdks_canonical_json(arguments: dict[str, Any] | None) -> None:
+    canonical = json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"))
+    expected = hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    assert arguments_digest("tools/call", {"name": "t", "arguments": arguments}) == expected
+
+
+def test_cyclic_arguments_have_no_digest() -> None:
+    # Only Python code can make them; the boundary refuses such a request (binding_error).
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(RecursionError):
+        arguments_digest("tools/call", {"name": "t", "arguments": cyclic})
 
 
 # --- the mcpd profile: vectors from the wire format ------------------------------------------------------
