@@ -18,7 +18,6 @@ from typing import Any, Final, Literal, TypeAlias
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import principal_components
 from mcp.server.context import ServerRequestContext
-from mcp_types.methods import INPUT_REQUIRED_METHODS
 
 Binding: TypeAlias = Literal["request", "target", "mcpd"]
 """What a token is bound to:
@@ -91,41 +90,31 @@ def arguments_digest(method: str, params: Mapping[str, Any] | None) -> str:
     return hashlib.sha256("".join(_canonical_parts(arguments, 0)).encode("ascii")).hexdigest()
 
 
-class BoundaryTools:
-    """The tool strings a ``"request"`` or ``"target"`` binding seals under, for one boundary.
+def boundary_tool(
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    arguments: bool,
+    audience: str | None,
+    principal: bool,
+) -> str:
+    """The tool string a ``"request"`` or ``"target"`` binding seals under.
 
     A compact JSON array ``[context, method, target, args digest or null,
     audience or null, principal bound]``: JSON escapes every control
     character and lone surrogate, so it never contains U+0000 (our separator)
     and always encodes; each member has its own slot, so no two requests
-    share a string. ``principal bound`` tells an anonymous round from one
-    whose principal source returned ``""``, as the SDK's "principal drift" does.
-
-    What depends only on the boundary's configuration (the context, each
-    method, the audience) is written once here; each round writes its target
-    and digest.
+    share a string. ``principal`` tells an anonymous round from one whose
+    principal source returned ``""``, as the SDK's "principal drift" does.
     """
-
-    def __init__(self, *, arguments: bool, audience: str | None) -> None:
-        # The compact JSON text of the array, written directly (the same bytes as
-        # json.dumps(..., separators=(",", ":"))): it is built on every round.
-        self._heads: Final = {
-            method: f"[{_CONTEXT_JSON},{_string(method)}," for method in INPUT_REQUIRED_METHODS
-        }
-        self._arguments: Final = arguments
-        bound_audience = "null" if audience is None else _string(audience)
-        self._anonymous_tail: Final = f",{bound_audience},false]"
-        self._principal_tail: Final = f",{bound_audience},true]"
-
-    def tool(self, method: str, params: Mapping[str, Any] | None, principal: bool) -> str:
-        """The tool string of a request of ``method`` (an input-required method) with ``params``.
-
-        Raises ``ValueError`` when the request names no target.
-        """
-        target = _string(request_target(method, params))
-        digest = f',"{arguments_digest(method, params)}"' if self._arguments else ",null"
-        tail = self._principal_tail if principal else self._anonymous_tail
-        return self._heads[method] + target + digest + tail
+    # The compact JSON text of that array, written directly (the same bytes as
+    # json.dumps(..., separators=(",", ":"))): this runs on every round.
+    digest = f'"{arguments_digest(method, params)}"' if arguments else "null"
+    bound_audience = "null" if audience is None else _string(audience)
+    return (
+        f"[{_CONTEXT_JSON},{_string(method)},{_string(request_target(method, params))},"
+        f"{digest},{bound_audience},{'true' if principal else 'false'}]"
+    )
 
 
 def mcpd_tool(method: str, params: Mapping[str, Any] | None) -> str:

@@ -15,7 +15,7 @@ from mcp_types.methods import INPUT_REQUIRED_METHODS
 import requeststate as rs
 from requeststate._metrics import Counts
 
-from ._binding import mcpd_tool
+from ._binding import boundary_tool, mcpd_tool
 from ._config import Options, settings
 from ._install import install, warn_if_ephemeral
 
@@ -31,9 +31,13 @@ _LOGGED_TARGET_CHARS: Final = 200
 def _with_params(
     ctx: ServerRequestContext[Any, Any], params: dict[str, Any]
 ) -> ServerRequestContext[Any, Any]:
-    # dataclasses.replace(ctx, params=params), for the SDK's context, whose every
-    # field is an __init__ argument (docs/performance.md, "MCP rounds").
-    return type(ctx)(**{**vars(ctx), "params": params})
+    # copy.copy(ctx) with other params: what dataclasses.replace makes of the SDK's
+    # context, a plain dataclass (no __post_init__, no slots), without running its
+    # __init__ again (docs/performance.md, "MCP rounds").
+    copied: ServerRequestContext[Any, Any] = object.__new__(type(ctx))
+    copied.__dict__.update(vars(ctx))
+    copied.params = params
+    return copied
 
 
 def _without_round(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,7 +95,6 @@ class Boundary:
         self._bind: Final = config.bind
         self._subject: Final = config.subject
         self._audience: Final = config.audience
-        self._tools: Final = config.tools
         self._counts: Final = config.counts
         self._claims: Final = config.codec.guard is not None
         # Until the first request over HTTP, which warns once.
@@ -150,9 +153,16 @@ class Boundary:
         principal = None if self._subject is None else self._subject(ctx)
         if principal is not None and not isinstance(principal, str):
             raise TypeError(f"subject source returned {type(principal).__name__}, expected str or None")
-        if self._tools is None:
+        if self._bind == "mcpd":
             return principal or "", mcpd_tool(ctx.method, ctx.params)
-        return principal or "", self._tools.tool(ctx.method, ctx.params, principal is not None)
+        tool = boundary_tool(
+            ctx.method,
+            ctx.params,
+            arguments=self._bind == "request",
+            audience=self._audience,
+            principal=principal is not None,
+        )
+        return principal or "", tool
 
     async def _open(
         self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any], counts: Counts | None

@@ -17,7 +17,6 @@ from requeststate._options import check_options
 from ._binding import (
     BINDINGS,
     Binding,
-    BoundaryTools,
     access_token_sub_required,
     access_token_subject,
     authenticated_principal,
@@ -72,8 +71,6 @@ class Settings(NamedTuple):
     bind: Binding
     subject: SubjectSource | None
     audience: str | None
-    tools: BoundaryTools | None
-    """``None`` under ``bind="mcpd"``."""
     counts: Mapping[str, Counts]
     """One per input-required method; empty when nothing is counted."""
 
@@ -104,8 +101,7 @@ def settings(keys: rs.Keys | rs.Codec, options: Options) -> Settings:
     counts: dict[str, Counts] = {}
     if meter is not None:
         counts = {method: Counts(meter, codec.modes, method=method) for method in INPUT_REQUIRED_METHODS}
-    tools = None if bind == "mcpd" else BoundaryTools(arguments=bind == "request", audience=audience)
-    return Settings(codec, on_invalid, bind, subject, audience, tools, counts)
+    return Settings(codec, on_invalid, bind, subject, audience, counts)
 
 
 def _subject(bind: Binding, options: Options) -> SubjectSource | None:
