@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.mcp_rounds", description=__doc__.split("\n\n")[0] if __doc__ else None
     )
-    parser.add_argument("--rounds", type=int, default=25, help="interleaved samples per case")
+    parser.add_argument("--rounds", type=int, default=50, help="interleaved samples per case")
     args = parser.parse_args(argv)
     user = AccessToken(
         token="opaque-access-token",  # noqa: S106 (a stand-in: no server checks it here)
