@@ -257,7 +257,7 @@ def protect(
     """Protect every ``requestState`` of ``server`` with a requeststate ``Boundary``; return it.
 
     The recommended set-up lets the deployment choose the keys, mode and ttl
-    (``REQUESTSTATE_KEYS``, ``REQUESTSTATE_MODE``, ``REQUESTSTATE_TTL``)::
+    (``REQUESTSTATE_KEYS``, ``REQUESTSTATE_MODE``, ``REQUESTSTATE_TTL``):
 
         protect(server, rs.Codec.from_env(guard=RedisGuard.from_url(url)))
 
