@@ -169,9 +169,10 @@ class Boundary:
             # Counted as the core counts an identity it cannot bind: wrong_binding.
             self._refuse(ctx, "binding_error", rs.Reason.WRONG_BINDING, counts, exc_info=True)
             return None, None
+        subject, tool = identity
         token = params["requestState"]
         try:
-            state: str = await self._codec.averify(token, subject=identity[0], tool=identity[1])
+            state: str = await self._codec.averify(token, subject=subject, tool=tool)
         except rs.InvalidToken as refused:
             self._refuse(ctx, refused.reason.value, refused.reason, counts)
             return None, identity
