@@ -1014,6 +1014,32 @@ async def test_boundary_seals_a_result_model() -> None:
     assert spec.open_token(SECRET, sealed.request_state or "", "", tool)["s"] == "s"
 
 
+async def test_the_handler_sees_the_request_context_with_only_its_params_changed() -> None:
+    token = spec.mint(
+        SECRET, "s", NOW_PLUS, "", spec.boundary_tool("tools/call", "wizard", {}, None, False), "encrypted"
+    )
+    given = ServerRequestContext(
+        session=cast(Any, "session"),
+        lifespan_context={"db": "pool"},
+        protocol_version="2026-07-28",
+        method="tools/call",
+        params={"name": "wizard", "requestState": token},
+        request_id=7,
+        meta=RequestParamsMeta(progress_token="p"),
+        request=cast(Any, "http request"),
+    )
+    handed: list[ServerRequestContext[Any, Any]] = []
+
+    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        handed.append(ctx)
+        return {"resultType": "complete", "content": []}
+
+    await Boundary(KEYS, audience=None)(given, handler)
+    assert handed[0] is not given
+    assert vars(handed[0]) == {**vars(given), "params": {"name": "wizard", "requestState": "s"}}
+    assert given.params == {"name": "wizard", "requestState": token}
+
+
 async def test_boundary_refuses_to_seal_a_non_string_state() -> None:
     odd = {"resultType": "input_required", "requestState": 5}
     with pytest.raises(MCPError) as error:

@@ -31,9 +31,13 @@ _LOGGED_TARGET_CHARS: Final = 200
 def _with_params(
     ctx: ServerRequestContext[Any, Any], params: dict[str, Any]
 ) -> ServerRequestContext[Any, Any]:
-    # dataclasses.replace(ctx, params=params), for the SDK's context, whose every
-    # field is an __init__ argument (docs/performance.md, "MCP rounds").
-    return type(ctx)(**{**vars(ctx), "params": params})
+    # What dataclasses.replace(ctx, params=params) makes of the SDK's context, a
+    # plain dataclass (no __post_init__, no slots): a shallow copy, as copy.copy
+    # makes it, without running __init__ again (docs/performance.md, "MCP rounds").
+    copied: ServerRequestContext[Any, Any] = object.__new__(type(ctx))
+    copied.__dict__.update(vars(ctx))
+    copied.params = params
+    return copied
 
 
 def _without_round(params: Mapping[str, Any]) -> dict[str, Any]:
