@@ -41,6 +41,7 @@ from tests.support.mcp_flow import (
     connect,
     echo,
     first_round,
+    open_round,
     plaintext_seen,
     replies,
     request_context,
@@ -217,12 +218,13 @@ def test_the_arguments_digest_is_that_of_the_sdks_canonical_json(arguments: dict
     assert arguments_digest("tools/call", {"name": "t", "arguments": arguments}) == expected
 
 
-def test_cyclic_arguments_have_no_digest() -> None:
-    # Only Python code can make them; the boundary refuses such a request (binding_error).
+async def test_a_request_with_cyclic_arguments_is_refused() -> None:
+    # Only Python code (a middleware outside the boundary) can make them: they have no digest.
     cyclic: dict[str, Any] = {}
     cyclic["self"] = cyclic
-    with pytest.raises(RecursionError):
-        arguments_digest("tools/call", {"name": "t", "arguments": cyclic})
+    with pytest.raises(MCPError) as error:
+        await open_round(Boundary(KEYS, audience=None), {"name": "t", "arguments": cyclic}, "v1e.AAAA")
+    assert_frozen(error)
 
 
 # --- the mcpd profile: vectors from the wire format ------------------------------------------------------
