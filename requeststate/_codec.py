@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, Final, Unpack, final
 
@@ -28,8 +28,7 @@ class Codec:
         mode: ``"signed"`` (the client can read the state, not change it), ``"encrypted"``
             (neither) or ``"xchacha"`` (encrypted, with no per-key budget), a ``Mode``, or
             a tuple while migrating (the first mints). The server chooses, never the token.
-        **options: ``ttl``, ``leeway``, ``max_token_bytes``, ``guard``, ``clock``,
-            ``metrics``: see ``CodecOptions``. A bad one raises ``TypeError`` or ``ValueError``.
+        **options: see ``CodecOptions``. A bad one raises ``TypeError`` or ``ValueError``.
 
     Immutable and safe to share between threads; its repr never shows key bytes.
     """
@@ -90,6 +89,11 @@ class Codec:
         """The replay guard, or ``None`` (tokens may be redeemed until they expire)."""
         return self._guard
 
+    @property
+    def clock(self) -> Callable[[], float] | None:
+        """The clock read when a call passes no ``now``; ``None``: ``time.time``."""
+        return self._clock
+
     def __repr__(self) -> str:
         guard = "" if self._guard is None else f", guard={type(self._guard).__name__}"
         return f"Codec(keys={self._keys!r}, mode={','.join(self._modes)}, ttl={self._ttl}{guard})"
@@ -98,8 +102,6 @@ class Codec:
         self, state: object, /, *, subject: str = "", tool: str | None = None, now: int | None = None
     ) -> str:
         """Mint a token that carries ``state`` for ``ttl`` seconds, bound to ``subject`` and ``tool``.
-
-        Each token has a random 128-bit id, which a guard claims to make it single-use.
 
         Args:
             state: a ``str``, carried as is, or any value msgspec encodes, as its JSON text.
@@ -120,7 +122,6 @@ class Codec:
         return token
 
     def _checked(self, token: object, subject: object, tool: object, now: object, type: Any) -> Any:
-        # Every check, then the guard's claim, then the count: the state, or InvalidToken.
         now = now_from(now, self._clock)
         payload, wire = open_token(
             token, self._wires, self._keys, subject, tool, now, self._leeway, self._max_bytes

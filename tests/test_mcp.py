@@ -642,6 +642,19 @@ def test_codec_refuses_an_authentic_state_that_seal_never_writes() -> None:
         SDKCodec(KEYS).unseal(token)
 
 
+@pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
+def test_codec_seals_a_64_kib_payload_by_default(mode: rs.ModeName) -> None:
+    # The largest payload the SDK's own suite seals: SDKCodec's default cap holds it in every mode.
+    codec = SDKCodec(KEYS, mode=mode)
+    payload = bytes(range(256)) * 256
+    assert codec.unseal(codec.seal(payload)) == payload
+
+
+def test_codec_refuses_to_seal_past_a_lower_cap() -> None:
+    with pytest.raises(ValueError, match=r"over max_token_bytes=100000$"):
+        SDKCodec(KEYS, max_token_bytes=100_000).seal(bytes(65_536))
+
+
 def test_codec_exposes_its_size_limit() -> None:
     codec = SDKCodec(KEYS, max_token_bytes=1 << 20)
     assert codec.max_token_bytes == 1 << 20
@@ -999,6 +1012,32 @@ async def test_boundary_seals_a_result_model() -> None:
     assert isinstance(sealed, InputRequiredResult)
     tool = spec.boundary_tool("tools/call", "wizard", {}, None, False)
     assert spec.open_token(SECRET, sealed.request_state or "", "", tool)["s"] == "s"
+
+
+async def test_the_handler_sees_the_request_context_with_only_its_params_changed() -> None:
+    token = spec.mint(
+        SECRET, "s", NOW_PLUS, "", spec.boundary_tool("tools/call", "wizard", {}, None, False), "encrypted"
+    )
+    given = ServerRequestContext(
+        session=cast(Any, "session"),
+        lifespan_context={"db": "pool"},
+        protocol_version="2026-07-28",
+        method="tools/call",
+        params={"name": "wizard", "requestState": token},
+        request_id=7,
+        meta=RequestParamsMeta(progress_token="p"),
+        request=cast(Any, "http request"),
+    )
+    handed: list[ServerRequestContext[Any, Any]] = []
+
+    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        handed.append(ctx)
+        return {"resultType": "complete", "content": []}
+
+    await Boundary(KEYS, audience=None)(given, handler)
+    assert handed[0] is not given
+    assert vars(handed[0]) == {**vars(given), "params": {"name": "wizard", "requestState": "s"}}
+    assert given.params == {"name": "wizard", "requestState": token}
 
 
 async def test_boundary_refuses_to_seal_a_non_string_state() -> None:

@@ -17,13 +17,18 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mcp.server import MCPServer
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.request_state import InvalidRequestState
+from mcp.server.request_state import authenticated_principal as sdk_authenticated_principal
 from mcp.shared.exceptions import MCPError
-from mcp_types import InputRequiredResult, RequestParamsMeta
+from mcp_types import INTERNAL_ERROR, InputRequiredResult, RequestParamsMeta
 
 import requeststate as rs
-from requeststate.mcp import Boundary, Options, SDKCodec, protect
+from requeststate.mcp import Boundary, Options, SDKCodec, arguments_digest, protect
+from requeststate.mcp._binding import authenticated_principal
 from requeststate.mcp._boundary import _logged_id
 from tests.support import spec_tokens as spec
 from tests.support.mcp_flow import (
@@ -36,6 +41,7 @@ from tests.support.mcp_flow import (
     connect,
     echo,
     first_round,
+    open_round,
     plaintext_seen,
     replies,
     request_context,
@@ -171,6 +177,56 @@ async def test_boundary_binds_the_documented_identity() -> None:
     assert spec.open_token(SECRET, token, spec.principal("alice"), tool)["s"] == STATE
 
 
+PRINCIPALS = [
+    {"client_id": "c", "subject": "alice", "claims": {"iss": "https://as"}},
+    {"client_id": "c", "subject": None, "claims": {"iss": "https://as"}},
+    {"client_id": "c", "subject": "alice", "claims": None},
+    {"client_id": "c", "subject": "alice", "claims": {"iss": 7}},
+    {"client_id": 'c"\n\u2028', "subject": "é 状態 \ud800", "claims": {"iss": "\x00"}},
+]
+
+
+@pytest.mark.parametrize("claims", PRINCIPALS)
+def test_the_principal_is_the_string_the_sdk_writes(claims: dict[str, Any]) -> None:
+    # The default principal source writes the SDK's authenticated_principal itself: same bytes.
+    token = AccessToken(token="opaque", scopes=[], **claims)
+    reset = auth_context_var.set(AuthenticatedUser(token))
+    try:
+        ctx = request_context({"name": "wizard"})
+        assert authenticated_principal(ctx) == sdk_authenticated_principal(ctx)
+    finally:
+        auth_context_var.reset(reset)
+
+
+def test_an_anonymous_request_has_no_principal() -> None:
+    assert authenticated_principal(request_context({"name": "wizard"})) is None
+
+
+ARGUMENTS = [
+    None,
+    {},
+    {"b": {"z": 1, "a": [True, None, False]}, "a": "x"},
+    {"n": [0.1, -0.0, 1e16, 2**70, float("nan"), float("inf"), -float("inf")]},
+    {"é": "状態", "c": 'q"\\\n\x00\u2028', "s": "\ud800"},
+]
+
+
+@pytest.mark.parametrize("arguments", ARGUMENTS)
+def test_the_arguments_digest_is_that_of_the_sdks_canonical_json(arguments: dict[str, Any] | None) -> None:
+    canonical = json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"))
+    expected = hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    assert arguments_digest("tools/call", {"name": "t", "arguments": arguments}) == expected
+
+
+async def test_a_request_with_cyclic_arguments_is_refused() -> None:
+    # Only Python code (a middleware outside the boundary) can make them: they have no digest.
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(MCPError) as error:
+        await open_round(Boundary(KEYS, audience=None), {"name": "t", "arguments": cyclic}, "v1e.AAAA")
+    assert_frozen(error)
+
+
 # --- the mcpd profile: vectors from the wire format ------------------------------------------------------
 
 
@@ -228,6 +284,69 @@ async def test_mcpd_binding_binds_resources_read_to_the_empty_tool() -> None:
             return first.request_state or ""
 
     assert spec.open_token(SECRET, await bounded(run), "alice", "")["s"] == STATE
+
+
+async def test_mcpd_binding_refuses_to_mint_for_a_token_without_sub(caplog: pytest.LogCaptureFixture) -> None:
+    # mcp.d would bind such a token as "", the identity every anonymous user shares.
+    built = build("mcpserver", "boundary", KEYS, "encrypted", bind="mcpd")
+    built.auth.without_sub = True
+
+    async def run() -> None:
+        async with connect(built) as client:
+            with pytest.raises(MCPError) as error:
+                await first_round(client)
+            assert error.value.error.code == INTERNAL_ERROR
+
+    with caplog.at_level(logging.ERROR, logger="requeststate.mcp"):
+        await bounded(run)
+    assert "the access token has no sub" in caplog.text
+    assert "allow_missing_sub=True" in caplog.text
+
+
+async def test_mcpd_binding_refuses_an_echo_for_a_token_without_sub() -> None:
+    # A token bound to the empty subject, as an anonymous round or mcp.d mints it for such a client.
+    built = build("lowlevel", "boundary", KEYS, "encrypted", bind="mcpd")
+    built.auth.without_sub = True
+    token = spec.mint(SECRET, STATE, NOW_PLUS, "", "wizard", "encrypted")
+
+    async def run() -> None:
+        async with connect(built) as client:
+            with pytest.raises(MCPError) as error:
+                await echo(client, token)
+            assert_frozen(error)
+
+    await bounded(run)
+    assert built.seen == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_mcpd_allow_missing_sub_binds_the_empty_subject(mode: rs.ModeName) -> None:
+    built = build("mcpserver", "boundary", KEYS, mode, bind="mcpd", allow_missing_sub=True)
+    built.auth.without_sub = True
+
+    async def run() -> str:
+        async with connect(built) as client:
+            return await first_round(client)
+
+    assert spec.open_token(SECRET, await bounded(run), "", "wizard")["s"] == STATE
+
+
+async def test_mcpd_binding_shares_states_between_clients_of_one_sub() -> None:
+    # Documented (docs/mcp.md): mcp.d binds the bare sub, so client c1's alice and client c2's
+    # alice accept each other's states. bind="request" binds the client too.
+    built = build("mcpserver", "boundary", KEYS, "encrypted", bind="mcpd")
+    built.auth.subject = "alice"
+
+    async def run() -> Any:
+        async with connect(built) as client:
+            built.auth.client_id = "c1"
+            token = await first_round(client)
+            built.auth.client_id = "c2"
+            return await echo(client, token)
+
+    second = await bounded(run)
+    assert isinstance(second, InputRequiredResult)
+    assert plaintext_seen(built) == [STATE]
 
 
 def test_spec_helper_reproduces_the_published_vector() -> None:
@@ -468,6 +587,8 @@ BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"max_token_bytes": 0}, ValueError, "max_token_bytes"),
     ({"mode": "plain"}, ValueError, "mode"),
     ({"ttl_seconds": 5}, TypeError, "ttl_seconds"),
+    ({"allow_missing_sub": True}, ValueError, "^allow_missing_sub=True applies to bind='mcpd'"),
+    ({"allow_missing_sub": "yes"}, TypeError, "^allow_missing_sub must be a bool, not str$"),
 ]
 
 
@@ -490,11 +611,19 @@ def test_protect_and_boundary_share_one_options_declaration() -> None:
         "max_token_bytes",
         "clock",
         "guard",
+        "metrics",
         "on_invalid",
         "bind",
         "subject",
         "audience",
+        "allow_missing_sub",
     }
+
+
+def test_allow_missing_sub_is_refused_beside_a_subject_source() -> None:
+    # The source decides what a token without sub binds: the option would change nothing.
+    with pytest.raises(ValueError, match=r"a subject= source decides for itself$"):
+        Boundary(KEYS, bind="mcpd", subject=lambda ctx: "x", allow_missing_sub=True)
 
 
 def test_boundary_built_directly_needs_an_audience() -> None:

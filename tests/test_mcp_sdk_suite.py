@@ -45,6 +45,11 @@ SDK_BYTE_LAYOUT = {
 SUITE_SIZE = 107
 
 
+def expected_failures(mode: str) -> set[str]:
+    """The byte-layout tests that fail in ``mode``: a signed token begins with "v1." as the SDK's does."""
+    return {test for test, why in SDK_BYTE_LAYOUT.items() if not (mode == "signed" and why == PREFIX)}
+
+
 @pytest.fixture(scope="module")
 def suite() -> Path:
     try:
@@ -96,11 +101,14 @@ def _run(suite: Path, mode: str) -> tuple[set[str], int]:
     return failed, int(passed.group(1))
 
 
-@pytest.mark.parametrize("mode", ["encrypted"])
+# A few seconds each: SDKCodec's default max_token_bytes must hold the suite's 64 KiB payload in
+# every mode (test_seal_unseal_round_trips_any_payload[64KiB]), and a mode's framing is its own.
+@pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
 def test_the_sdk_request_state_suite_fails_only_on_its_own_byte_layout(suite: Path, mode: str) -> None:
     failed, passed = _run(suite, mode)
     # No test of the SDK's behaviour fails; those of its byte layout do (so SDKCodec is the one
     # under test). mcp 2.3.0 has 107 tests, 13 of them on the layout; a later sdist may differ.
-    assert failed <= set(SDK_BYTE_LAYOUT)
+    expected = expected_failures(mode)
+    assert failed <= expected, sorted(failed - expected)
     assert UNIT + "test_a_sealed_token_is_v1_plus_unpadded_b64url_over_kid_nonce_and_ciphertext" in failed
-    assert passed >= SUITE_SIZE - len(SDK_BYTE_LAYOUT)
+    assert passed >= SUITE_SIZE - len(expected)

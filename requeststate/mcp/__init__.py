@@ -7,18 +7,22 @@ The SDK already protects ``requestState``: ``MCPServer`` installs an
 ephemeral AES-256-GCM ``RequestStateBoundary`` that binds the method, the
 target, a digest of the arguments, an audience (the server's name) and the
 authenticated principal. ``protect`` replaces it with ``Boundary``, which
-binds all of that too, in our formats, and adds what the SDK's does not have::
+binds all of that too, in our formats, and adds what the SDK's does not have:
 
     import requeststate as rs
     from requeststate.mcp import protect
 
-    protect(server, rs.KeyRing.from_env(), guard=RedisGuard.from_url(url))
+    protect(server, rs.Codec.from_env(guard=RedisGuard.from_url(url)))
+
+``Codec.from_env`` lets the deployment choose the keys, mode and ttl
+(``REQUESTSTATE_KEYS``, ``_MODE``, ``_TTL``); a ``KeyRing`` with options works too.
 
 - a shared, rotating ``KeyRing`` (the SDK's default key dies with the process);
 - single-use tokens: a replay guard claimed after every other check;
 - ``mode="signed"`` or ``"xchacha"``, re-elicit on refusal (``on_invalid="reelicit"``);
 - ``bind="mcpd"``: tokens shared with mcp.d servers behind one load balancer;
-- one log line per refusal with method, target, JSON-RPC id and reason.
+- one log line per refusal with method, target, JSON-RPC id and reason;
+- OpenTelemetry counts of what it mints, accepts and refuses, by method.
 
 Handlers keep minting and reading plaintext: they return
 ``InputRequiredResult(request_state="...")`` and read ``ctx.request_state``
@@ -47,7 +51,8 @@ except ImportError as missing:
     ) from missing
 
 from ._binding import Binding, access_token_subject, arguments_digest, request_target
-from ._boundary import INVALID_MESSAGE, Boundary, OnInvalid, Options, SubjectSource, protect
+from ._boundary import INVALID_MESSAGE, Boundary, protect
+from ._config import OnInvalid, Options, SubjectSource
 from ._sdk import SDKCodec, sdk_security, use_codec
 
 __all__ = [

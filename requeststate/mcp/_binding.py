@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from _json import make_encoder
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import principal_components
 from mcp.server.context import ServerRequestContext
 
 Binding: TypeAlias = Literal["request", "target", "mcpd"]
@@ -39,10 +41,25 @@ _CONTEXT_JSON: Final = json.dumps(BOUNDARY_CONTEXT)
 SDK_CODEC_CONTEXT: Final = "requeststate.mcp/sdk-codec/1"
 SDK_CODEC_TOOL: Final = json.dumps([SDK_CODEC_CONTEXT])
 
-# Built once: json.dumps with options builds a new encoder per call. ASCII output
-# keeps both total (a lone surrogate escapes instead of raising) and U+0000-free.
-_canonical: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+# ASCII output keeps both total (a lone surrogate escapes instead of raising) and
+# U+0000-free.
 _string: Final = json.encoder.encode_basestring_ascii
+# The encoder json.dumps(sort_keys=True, separators=(",", ":")) builds on each call,
+# built once (docs/performance.md). Without a cycle check (markers None): arguments
+# parsed from JSON have no cycles, and a cyclic value meets the recursion limit instead.
+_canonical_parts: Final = make_encoder(
+    None, json.JSONEncoder().default, _string, None, ":", ",", True, False, True
+)
+
+MISSING_SUB: Final = (
+    "the access token has no sub, and bind='mcpd' binds the bare sub: its states would be shared "
+    "with anonymous users and with every client whose token has no sub, so requestState is refused. "
+    "Pass allow_missing_sub=True to protect() or Boundary() to bind it as mcp.d does (the empty subject)"
+)
+
+
+def _or_null(text: str | None) -> str:
+    return "null" if text is None else _string(text)
 
 
 def request_target(method: str, params: Mapping[str, Any] | None) -> str:
@@ -70,7 +87,7 @@ def arguments_digest(method: str, params: Mapping[str, Any] | None) -> str:
     arguments: Any = {}
     if method != "resources/read":
         arguments = (params or {}).get("arguments") or {}
-    return hashlib.sha256(_canonical(arguments).encode("ascii")).hexdigest()
+    return hashlib.sha256("".join(_canonical_parts(arguments, 0)).encode("ascii")).hexdigest()
 
 
 def boundary_tool(
@@ -105,7 +122,42 @@ def mcpd_tool(method: str, params: Mapping[str, Any] | None) -> str:
     return "" if method == "resources/read" else request_target(method, params)
 
 
+def authenticated_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """What the SDK's ``authenticated_principal`` returns: ``[client_id, issuer, subject]``, compact JSON.
+
+    The principal of the verified access token (``null`` for a component the
+    token lacks), or ``None`` when the request is unauthenticated. Written
+    directly, as the tool strings are (docs/performance.md).
+    """
+    token = get_access_token()
+    if token is None:
+        return None
+    client, issuer, subject = principal_components(token)
+    return f"[{_string(client)},{_or_null(issuer)},{_or_null(subject)}]"
+
+
 def access_token_subject(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """The bare ``sub`` of the verified access token (what mcp.d binds); ``None`` when anonymous."""
+    """The bare ``sub`` of the verified access token (what mcp.d binds).
+
+    ``None`` when the request is unauthenticated, and when the token has no
+    ``sub``: as in mcp.d, both then bind the empty subject, one identity
+    shared by every anonymous user and every client whose token has no
+    ``sub``. ``bind="mcpd"`` uses it only with ``allow_missing_sub=True``.
+    """
     token = get_access_token()
     return None if token is None else token.subject
+
+
+def access_token_sub_required(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The bare ``sub`` of the verified access token; ``None`` when unauthenticated.
+
+    ``bind="mcpd"``'s default principal source. Raises ``ValueError`` for an
+    authenticated request whose token has no ``sub``, which mcp.d would bind
+    as the empty subject, the identity of anonymous users.
+    """
+    token = get_access_token()
+    if token is None:
+        return None
+    if token.subject is None:
+        raise ValueError(MISSING_SUB)
+    return token.subject

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Any, Final, Literal, TypeAlias, Unpack, cast
+from collections.abc import Mapping
+from typing import Any, Final, Unpack
 
-import anyio.to_thread
 from mcp.server import MCPServer, Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.request_state import authenticated_principal
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
-from mcp_types.methods import INPUT_REQUIRED_METHODS, is_input_required
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, InputRequiredResult
+from mcp_types.methods import INPUT_REQUIRED_METHODS
 
 import requeststate as rs
+from requeststate._metrics import Counts
 
-from ._binding import BINDINGS, Binding, access_token_subject, boundary_tool, mcpd_tool
+from ._binding import boundary_tool, mcpd_tool
+from ._config import Options, settings
 from ._install import install, warn_if_ephemeral
 
 logger = logging.getLogger("requeststate.mcp")
@@ -29,58 +27,17 @@ _INVALID_DATA: Final = {"reason": "invalid_request_state"}
 _ROUND_FIELDS: Final = ("requestState", "inputResponses")
 _LOGGED_TARGET_CHARS: Final = 200
 
-OnInvalid: TypeAlias = Literal["error", "reelicit"]
-"""What a refused echo gets: the frozen -32602 error (default), or no state (the handler asks again)."""
-SubjectSource: TypeAlias = Callable[[ServerRequestContext[Any, Any]], "str | None"]
-"""Reads the authenticated principal from the SDK's auth context; ``None`` when unauthenticated."""
-_ON_INVALID: Final = ("error", "reelicit")
 
-
-class Options(rs.CodecOptions, total=False):
-    """The options of ``Boundary`` and ``protect``: the codec's own (``requeststate.CodecOptions``) and these.
-
-    Every option is checked when the boundary is built; none is read per request.
-    """
-
-    mode: rs.Modes
-    """``"encrypted"`` (default), ``"signed"``, ``"xchacha"``, or a tuple while migrating (first mints)."""
-    on_invalid: OnInvalid
-    """``"error"`` (default): the frozen -32602; ``"reelicit"``: drop the state, the handler asks again."""
-    bind: Binding
-    """``"request"`` (default), ``"target"`` or ``"mcpd"``: see ``requeststate.mcp.Binding``."""
-    subject: SubjectSource | None
-    """The principal source; ``None`` binds no principal. Default: the SDK's
-    ``authenticated_principal`` (client, issuer, subject), or the bare ``sub``
-    under ``bind="mcpd"``."""
-    audience: str | None
-    """The service identity bound into every token; ``None`` opts out. ``protect``
-    defaults it to the server's name; ``bind="mcpd"`` binds none."""
-
-
-class _OffLoop:
-    """A synchronous guard's claim run in a worker thread: a slow store never stalls the event loop."""
-
-    def __init__(self, guard: rs.Guard) -> None:
-        self._guard = guard
-
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        return await anyio.to_thread.run_sync(self._guard.claim, token_id, expires_at, now)
-
-
-def _for_the_loop(guard: rs.Guard | rs.AsyncGuard | None) -> rs.Guard | rs.AsyncGuard | None:
-    # A well-formed sync guard that may wait on I/O goes off the loop. MemoryGuard
-    # takes one uncontended lock and never waits: it runs inline. Anything else
-    # (None, an async guard, or no guard at all such as a class) goes to the
-    # Codec as given, which accepts or refuses it.
-    claim = getattr(guard, "claim", None)
-    if (
-        inspect.isclass(guard)
-        or not callable(claim)
-        or inspect.iscoroutinefunction(claim)
-        or isinstance(guard, rs.MemoryGuard)
-    ):
-        return guard
-    return _OffLoop(guard)  # type: ignore[arg-type]
+def _with_params(
+    ctx: ServerRequestContext[Any, Any], params: dict[str, Any]
+) -> ServerRequestContext[Any, Any]:
+    # What dataclasses.replace(ctx, params=params) makes of the SDK's context, a
+    # plain dataclass (no __post_init__, no slots): a shallow copy, as copy.copy
+    # makes it, without running __init__ again (docs/performance.md, "MCP rounds").
+    copied: ServerRequestContext[Any, Any] = object.__new__(type(ctx))
+    copied.__dict__.update(vars(ctx))
+    copied.params = params
+    return copied
 
 
 def _without_round(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -117,42 +74,31 @@ class Boundary:
     Usually installed with ``protect``, which sets ``audience`` to the server's
     name. Built directly, ``audience=`` is required unless ``bind="mcpd"``.
 
+    Counts what it mints, accepts and refuses on OpenTelemetry (docs/metrics.md),
+    with the request's ``method`` added, on the ``metrics`` option's meter (by
+    default the global provider's, when ``opentelemetry-api`` is installed).
+
     Args:
-        keys: a ``KeyRing`` shared by every worker, or one raw secret.
+        keys: a ``requeststate.Codec`` (such as ``Codec.from_env()``), whose keys,
+            modes, ttl, leeway, max_token_bytes, guard and clock are used; or a
+            ``KeyRing`` shared by every worker, or one raw secret.
         **options: see ``Options``.
 
     Raises:
         TypeError, ValueError: a bad option (all are checked here).
     """
 
-    def __init__(self, keys: rs.Keys, /, **options: Unpack[Options]) -> None:
-        on_invalid = options.pop("on_invalid", "error")
-        if on_invalid not in _ON_INVALID:
-            raise ValueError(f"on_invalid must be one of {_ON_INVALID}, got {on_invalid!r}")
-        bind = options.pop("bind", "request")
-        if bind not in BINDINGS:
-            raise ValueError(f"bind must be one of {BINDINGS}, got {bind!r}")
-        default_subject = access_token_subject if bind == "mcpd" else authenticated_principal
-        subject = options.pop("subject", default_subject)
-        if subject is not None and not callable(subject):
-            raise TypeError("subject must be a callable taking the request context, or None")
-        if bind != "mcpd" and "audience" not in options:
-            raise TypeError("Boundary needs audience=: the server's name (protect() passes it), or None")
-        audience = options.pop("audience", None)
-        if bind == "mcpd" and audience is not None:
-            raise ValueError("bind='mcpd' binds no audience (mcp.d does not): leave audience unset")
-        if audience is not None and not isinstance(audience, str):
-            raise TypeError(f"audience must be a str or None, not {type(audience).__name__}")
-        mode = options.pop("mode", rs.Mode.ENCRYPTED)
-        if "guard" in options:
-            options["guard"] = _for_the_loop(options["guard"])
-        # What is left are the codec's own options, which Codec checks by name and value.
-        self._codec = rs.Codec(keys, mode=mode, **cast("rs.CodecOptions", options))
-        self._on_invalid = on_invalid
-        self._bind = bind
-        self._subject = subject
-        self._audience = audience
-        self._warned_http = False
+    def __init__(self, keys: rs.Keys | rs.Codec, /, **options: Unpack[Options]) -> None:
+        config = settings(keys, options)
+        self._codec: Final = config.codec
+        self._on_invalid: Final = config.on_invalid
+        self._bind: Final = config.bind
+        self._subject: Final = config.subject
+        self._audience: Final = config.audience
+        self._counts: Final = config.counts
+        self._claims: Final = config.codec.guard is not None
+        # Until the first request over HTTP, which warns once.
+        self._warn_http = config.codec.keys.is_ephemeral
 
     @property
     def keys(self) -> rs.KeyRing:
@@ -175,31 +121,32 @@ class Boundary:
             # A notification: nobody reads an answer, so it never redeems a state
             # (nor claims an id, nor raises). Its round fields never go further.
             if params is not None and any(key in params for key in _ROUND_FIELDS):
-                ctx = replace(ctx, params=_without_round(params))
+                ctx = _with_params(ctx, _without_round(params))
             return await call_next(ctx)
-        self._note_transport(ctx)
+        if self._warn_http and ctx.request is not None:
+            # The SDK has no startup hook that names the transport; ctx.request is
+            # the Starlette request on HTTP and None on stdio or in memory.
+            self._warn_ephemeral_on_http()
+        counts = self._counts.get(ctx.method)
         identity: tuple[str, str] | None = None
         if params is not None and params.get("requestState") is not None:
             # JSON null counts as absent, as in the SDK: dropping the field is in any client's power.
-            state, identity = await self._open(ctx, params)
+            state, identity = await self._open(ctx, params, counts)
             if state is None:
-                ctx = replace(ctx, params=_without_round(params))
+                ctx = _with_params(ctx, _without_round(params))
             else:
-                ctx = replace(ctx, params={**params, "requestState": state})
+                ctx = _with_params(ctx, {**params, "requestState": state})
         result = await call_next(ctx)
-        return self._seal_result(ctx, result, identity)
+        return self._seal_result(ctx, result, identity, counts)
 
-    def _note_transport(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        # The SDK has no startup hook that names the transport; ctx.request is
-        # the Starlette request on HTTP and None on stdio or in memory.
-        if self.keys.is_ephemeral and not self._warned_http and ctx.request is not None:
-            self._warned_http = True
-            logger.warning(
-                "requestState keys are ephemeral (KeyRing %s) on an HTTP transport: a retry that "
-                "reaches another worker or replica, or arrives after a restart, is refused. Share "
-                "one KeyRing between all workers (KeyRing.from_env() or a secret store).",
-                self.keys.fingerprint,
-            )
+    def _warn_ephemeral_on_http(self) -> None:
+        self._warn_http = False
+        logger.warning(
+            "requestState keys are ephemeral (KeyRing %s) on an HTTP transport: a retry that "
+            "reaches another worker or replica, or arrives after a restart, is refused. Share "
+            "one KeyRing between all workers (KeyRing.from_env() or a secret store).",
+            self.keys.fingerprint,
+        )
 
     def _identity(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, str]:
         """The (subject, tool) this request's tokens are bound to (docs/wire-format.md, "MCP bindings")."""
@@ -218,30 +165,45 @@ class Boundary:
         return principal or "", tool
 
     async def _open(
-        self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any]
+        self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any], counts: Counts | None
     ) -> tuple[str | None, tuple[str, str] | None]:
         try:
             identity = self._identity(ctx)
         except Exception:  # deny on error: a failing subject source or a target-less request refuses
-            self._refuse(ctx, "binding_error", exc_info=True)
+            # Counted as the core counts an identity it cannot bind: wrong_binding.
+            self._refuse(ctx, "binding_error", rs.Reason.WRONG_BINDING, counts, exc_info=True)
             return None, None
         subject, tool = identity
+        token = params["requestState"]
         try:
-            state: str = await self._codec.averify(params["requestState"], subject=subject, tool=tool)
+            state: str = await self._codec.averify(token, subject=subject, tool=tool)
         except rs.InvalidToken as refused:
-            self._refuse(ctx, refused.reason.value)
+            self._refuse(ctx, refused.reason.value, refused.reason, counts)
             return None, identity
+        if counts is not None:
+            # Accepted, so one of our prefixes, which end at the first dot.
+            counts.accepted(token[: token.find(".") + 1], self._claims)
         return state, identity
 
-    def _refuse(self, ctx: ServerRequestContext[Any, Any], reason: str, *, exc_info: bool = False) -> None:
-        # One log line per refusal, for the operator; the wire gets the frozen shape.
+    def _refuse(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        logged: str,
+        reason: rs.Reason,
+        counts: Counts | None,
+        *,
+        exc_info: bool = False,
+    ) -> None:
+        # One count and one log line per refusal, for the operator; the wire gets the frozen shape.
         # Returns only under on_invalid="reelicit", where the caller drops the state.
+        if counts is not None:
+            counts.refused(reason)
         logger.warning(
             "requestState refused: method=%s target=%r id=%s reason=%s",
             ctx.method,
             _logged_target(ctx),
             _logged_id(ctx),
-            reason,
+            logged,
             exc_info=exc_info,
         )
         if self._on_invalid == "error":
@@ -252,12 +214,26 @@ class Boundary:
         ctx: ServerRequestContext[Any, Any],
         result: HandlerResult,
         identity: tuple[str, str] | None,
+        counts: Counts | None,
     ) -> HandlerResult:
-        if not is_input_required(result):
-            return result
-        state = result.get("requestState") if isinstance(result, Mapping) else result.request_state
-        if state is None:
-            return result
+        # The two shapes of is_input_required: the runner's wire mapping, or a model
+        # from a middleware that short-circuited.
+        if isinstance(result, Mapping):
+            if result.get("resultType") != "input_required" or result.get("requestState") is None:
+                return result
+            return {**result, "requestState": self._seal(ctx, result["requestState"], identity, counts)}
+        if isinstance(result, InputRequiredResult) and result.request_state is not None:
+            token = self._seal(ctx, result.request_state, identity, counts)
+            return result.model_copy(update={"request_state": token})
+        return result
+
+    def _seal(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        state: object,
+        identity: tuple[str, str] | None,
+        counts: Counts | None,
+    ) -> str:
         try:
             if not isinstance(state, str):
                 raise TypeError(f"requestState must be a str, not {type(state).__name__}")
@@ -271,13 +247,24 @@ class Boundary:
                 _logged_id(ctx),
             )
             raise MCPError(code=INTERNAL_ERROR, message="Internal error") from None
-        if isinstance(result, Mapping):
-            return {**result, "requestState": token}
-        return result.model_copy(update={"request_state": token})
+        if counts is not None:
+            counts.minted()
+        return token
 
 
-def protect(server: MCPServer[Any] | Server[Any], keys: rs.Keys, /, **options: Unpack[Options]) -> Boundary:
+def protect(
+    server: MCPServer[Any] | Server[Any], keys: rs.Keys | rs.Codec, /, **options: Unpack[Options]
+) -> Boundary:
     """Protect every ``requestState`` of ``server`` with a requeststate ``Boundary``; return it.
+
+    The recommended set-up lets the deployment choose the keys, mode and ttl
+    (``REQUESTSTATE_KEYS``, ``REQUESTSTATE_MODE``, ``REQUESTSTATE_TTL``):
+
+        protect(server, rs.Codec.from_env(guard=RedisGuard.from_url(url)))
+
+    ``keys`` is that ``Codec`` (its keys, modes, ttl, leeway, max_token_bytes,
+    guard and clock are used, and passing any of them beside it is a
+    ``TypeError``), or a ``KeyRing`` or raw secret with the codec's options.
 
     Works on an ``MCPServer`` (the SDK's ``RequestStateBoundary`` is replaced
     at its position in ``server.middleware``) and on the low-level ``Server``

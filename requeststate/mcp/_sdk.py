@@ -16,9 +16,12 @@ import requeststate as rs
 from requeststate._base64 import b64decode, b64encode
 
 from ._binding import SDK_CODEC_TOOL
-from ._boundary import Boundary, SubjectSource
+from ._boundary import Boundary
+from ._config import SubjectSource
 from ._install import chain, install, warn_if_ephemeral
 
+MAX_TOKEN_BYTES: Final = 128 * 1024
+"""``SDKCodec``'s default ``max_token_bytes``: every payload of up to 73,500 bytes, in every mode."""
 _GUARD_REFUSED: Final = (
     "a replay guard cannot run in the SDK's codec seam: the SDK checks the method, target, "
     "arguments, audience and principal after unseal, so the guard would burn a token on a misbound "
@@ -41,11 +44,18 @@ class SDKCodec:
         mode: ``"encrypted"`` (default), ``"signed"`` (the whole envelope
             readable), ``"xchacha"``, or a tuple while migrating.
         **options: the codec's (``requeststate.CodecOptions``). ``ttl`` is also
-            the SDK envelope's lifetime. ``max_token_bytes`` counts the SDK's
-            envelope as base64url inside our token: a handler state of up to
-            about ``max_token_bytes * 9 / 16`` bytes fits in ``encrypted`` mode.
-            A ``guard`` is refused: the SDK's codec seam runs before the SDK's
-            binding checks, so it would burn a token on a misbound echo.
+            the SDK envelope's lifetime. A ``guard`` is refused: the SDK's codec
+            seam runs before the SDK's binding checks, so it would burn a token
+            on a misbound echo. ``max_token_bytes`` defaults to 128 KiB here, so
+            that every payload the SDK's own tests seal (up to 64 KiB) seals in
+            every mode: ``n`` payload bytes travel as ``ceil(4n/3)`` base64url
+            characters in the state, the claims around them add at most 145
+            bytes (``exp`` of 19 digits, ``b`` of 64, ``id`` of 32), the mode at
+            most 40 more (``xchacha``'s 24-byte nonce and 16-byte tag) before the
+            token's own base64url and its 4-character prefix: at most
+            ``4 + ceil(4/3 * (ceil(4n/3) + 185))`` bytes, about ``16n/9 + 250``.
+            That is 116,760 bytes for 64 KiB; 131,072 holds any payload up to
+            73,500 bytes. A larger cap lets larger payloads through.
 
     Raises:
         TypeError, ValueError: a bad option, or a ``guard``.
@@ -56,6 +66,7 @@ class SDKCodec:
     ) -> None:
         if options.get("guard") is not None:
             raise ValueError(_GUARD_REFUSED)
+        options.setdefault("max_token_bytes", MAX_TOKEN_BYTES)
         self._codec = rs.Codec(keys, mode=mode, **options)
 
     @property

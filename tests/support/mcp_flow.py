@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client._memory import InMemoryTransport
 from mcp.client.context import ClientRequestContext
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -122,13 +122,43 @@ def plaintext_seen(built: Built) -> list[str]:
     return [state for state in built.seen if state is not None]
 
 
-def request_context(params: dict[str, Any], *, request_id: int | None = 1) -> ServerRequestContext[Any, Any]:
-    """A ``tools/call`` request's context, for calling a boundary directly (no transport)."""
+def request_context(
+    params: dict[str, Any], *, request_id: int | None = 1, method: str = "tools/call"
+) -> ServerRequestContext[Any, Any]:
+    """A request's context (``tools/call`` by default), for calling a boundary directly (no transport)."""
     return ServerRequestContext(
         session=cast(Any, None),
         lifespan_context={},
         protocol_version="2026-07-28",
-        method="tools/call",
+        method=method,
         params=params,
         request_id=request_id,
     )
+
+
+async def seal_round(
+    boundary: ServerMiddleware[Any], params: dict[str, Any], state: str = "s", method: str = "tools/call"
+) -> str:
+    """A first round through ``boundary``, called directly: the token it seals ``state`` into."""
+
+    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        return {"resultType": "input_required", "requestState": state}
+
+    sealed = await boundary(request_context(dict(params), method=method), handler)
+    assert isinstance(sealed, dict)
+    token: str = sealed["requestState"]
+    return token
+
+
+async def open_round(
+    boundary: ServerMiddleware[Any], params: dict[str, Any], token: str, method: str = "tools/call"
+) -> str | None:
+    """A retry through ``boundary`` echoing ``token``: the state its handler is handed (or ``MCPError``)."""
+    handed: list[str | None] = []
+
+    async def handler(ctx: ServerRequestContext[Any, Any]) -> HandlerResult:
+        handed.append((ctx.params or {}).get("requestState"))
+        return {"resultType": "complete", "content": []}
+
+    await boundary(request_context({**params, "requestState": token}, method=method), handler)
+    return handed[0]

@@ -93,15 +93,18 @@ class FakeAuth:
 
     def __init__(self) -> None:
         self.subject: str | None = None
+        self.client_id = "test-client"
+        self.without_sub = False
+        """Signed in (as ``client_id``) with an access token that has no ``sub``; ``subject`` unused."""
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if self.subject is None:
+        if self.subject is None and not self.without_sub:
             return await call_next(ctx)
         token = AccessToken(
             token="opaque",
-            client_id="test-client",
+            client_id=self.client_id,
             scopes=["mcp"],
-            subject=self.subject,
+            subject=None if self.without_sub else self.subject,
             claims={"iss": "https://issuer.test"},
         )
         reset = auth_context_var.set(AuthenticatedUser(token))

@@ -20,8 +20,6 @@ import requeststate as rs
 from requeststate.mcp import SDKCodec
 
 _SDK_CODEC = request_state.AESGCMRequestStateCodec
-# The SDK's own tests seal up to 64 KiB payloads: the envelope travels as base64url in our token.
-MAX_TOKEN_BYTES = 1 << 20
 
 
 class SwappedCodec(SDKCodec):
@@ -34,11 +32,8 @@ class SwappedCodec(SDKCodec):
         # no secret at all: each is stretched into a random-looking key of its own, so
         # equal keys stay equal and distinct keys distinct.
         secrets = [_stretched(key.encode() if isinstance(key, str) else bytes(key)) for key in keys]
-        super().__init__(
-            rs.KeyRing(*secrets),
-            mode=rs.Mode(os.environ.get("RS_SDK_CODEC_MODE", "encrypted")),
-            max_token_bytes=MAX_TOKEN_BYTES,
-        )
+        # SDKCodec's own default max_token_bytes: the suite seals payloads of up to 64 KiB.
+        super().__init__(rs.KeyRing(*secrets), mode=rs.Mode(os.environ.get("RS_SDK_CODEC_MODE", "encrypted")))
 
 
 def _stretched(key: bytes) -> bytes:
