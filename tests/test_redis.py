@@ -25,7 +25,6 @@ import redis.asyncio.cluster
 import redis.exceptions
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisClusterException, RedisError
 from redis.retry import Retry
 
 from requeststate._guard import GuardUnavailable
