@@ -790,6 +790,14 @@ def test_a_result_its_own_output_schema_refuses_is_still_a_completion(
     assert report["baseline"] == "the unmodified state is accepted: the tool completed"
 
 
+def test_a_servers_own_parse_error_is_a_refusal(server_env: None, capsys: pytest.CaptureFixture[str]) -> None:
+    # Only the SDK's own -32700 (an HTTP answer it could not read) is no answer; the server's is a refusal.
+    code, report = probe_json(capsys, "--", *HOSTILE, "parse_error")
+    assert code == 0
+    random = next(check for check in report["checks"] if check["id"] == "random")
+    assert (random["result"], random["detail"]) == ("PASS", "refused: JSON-RPC -32700 Parse error")
+
+
 def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
     # A process of its own, for a peak that is the probe's alone.
     script = textwrap.dedent(

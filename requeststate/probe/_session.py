@@ -42,8 +42,10 @@ class TransportFailure(Exception):
 Kind: TypeAlias = Literal["tool", "prompt", "resource"]
 Answer: TypeAlias = CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
 
-# No refusal of the state: the connection failed, or (-32700) the server's answer could not be read.
-_TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, PARSE_ERROR})
+_TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
+# The SDK's HTTP client answers a request whose response body it could not read (one past the probe's
+# bounds, say) with a -32700 of its own, worded so. Any other -32700 is the server's: a refusal.
+_UNREAD: Final = "Failed to parse JSON response"
 _NOT_MCP: Final = "the server's answer is not a valid MCP result (the SDK refused its shape)"
 MAX_PAGES: Final = 5
 """The most pages of one listing (tools, prompts, resources, templates) read: a cursor may never end."""
@@ -105,6 +107,12 @@ def signature(result: InputRequiredResult, *, loose: bool) -> str:
     return json.dumps(body, sort_keys=True)
 
 
+def _unanswered(error: MCPError) -> bool:
+    """Whether ``error`` is the client's own, not the server's: the connection failed, or its answer was
+    not read."""
+    return error.code in _TRANSPORT_CODES or (error.code == PARSE_ERROR and error.message.startswith(_UNREAD))
+
+
 def error_text(error: MCPError) -> str:
     """``JSON-RPC -32602 Invalid or expired requestState``."""
     return f"JSON-RPC {error.code} {error.message}"
@@ -163,7 +171,7 @@ class Session:
                     name, allow_input_required=True, request_state=state, input_responses=replies
                 )
         except MCPError as error:
-            if error.code in _TRANSPORT_CODES:
+            if _unanswered(error):
                 raise TransportFailure(error_text(error)) from None
             raise
         except ValueError:  # pydantic's ValidationError: the answer is no MCP result

@@ -15,7 +15,9 @@ misbehave towards the probe:
 - ``garbage``: ``tools/list`` is answered with text that is not JSON;
 - ``malformed_result``: ``tools/call`` answers with a result of the wrong shape;
 - ``unstructured``: ``ask`` declares an output schema its results do not follow (the SDK
-  refuses such a result, yet the tool completed).
+  refuses such a result, yet the tool completed);
+- ``parse_error``: ``ask`` refuses a state it did not mint with -32700 "Parse error", not
+  -32602 (a refusal all the same: it is sound).
 
 Any other KIND (``sound``, say) misbehaves in no way.
 """
@@ -127,6 +129,8 @@ def call_tool(kind: str, request_id: object, params: dict[str, Any], minted: set
         result(request_id, {"content": [{"type": "text", "text": "done"}]})
     else:
         error = {"code": -32602, "message": "Invalid or expired requestState"}
+        if kind == "parse_error":
+            error = {"code": -32700, "message": "Parse error"}
         send({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
