@@ -1,0 +1,116 @@
+"""What a ring accepts as a secret: bytes, at least 32 of them, and not evidently low in entropy."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+import pytest
+
+import requeststate as rs
+from tests.conftest import OTHER_SECRET, SECRET
+
+FIX = "use 32 random bytes: requeststate keygen, or os.urandom(32)"
+# 32 bytes of 15 distinct values in no repeating pattern.
+FIFTEEN_VALUES = bytes(byte % 15 for byte in hashlib.sha256(b"fifteen").digest())
+# 32 bytes of 16 distinct values in no repeating pattern: the fewest accepted.
+SIXTEEN_VALUES = bytes(range(16)) + bytes(reversed(range(16)))
+
+
+def random_looking(label: str, size: int = 32) -> bytes:
+    return hashlib.shake_256(label.encode()).digest(size)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [os.urandom(32), SECRET, bytes(range(64, 128)), SIXTEEN_VALUES, random_looking("130", 65) * 2],
+    ids=["os.urandom(32)", "the spec key", "64 bytes", "16 distinct values", "a 65-byte pattern twice"],
+)
+def test_a_random_or_random_looking_secret_is_accepted(secret: bytes) -> None:
+    assert len(rs.KeyRing(secret)) == 1
+
+
+@pytest.mark.parametrize(
+    ("secret", "weakness"),
+    [
+        (b"k" * 32, "one byte repeated"),
+        (bytes(32), "one byte repeated"),
+        (b"ab" * 16, "a short pattern repeated"),
+        (random_looking("16") * 2, "a short pattern repeated"),
+        (random_looking("20") * 2, "a short pattern repeated"),
+        (random_looking("64") * 2, "a short pattern repeated"),
+        (random_looking("16") * 2 + random_looking("16")[:8], "a short pattern repeated"),
+        (FIFTEEN_VALUES, "made of only 15 distinct byte values"),
+    ],
+    ids=[
+        "b'k' * 32",
+        "zero bytes",
+        "two bytes repeated",
+        "16 bytes twice",
+        "20 bytes twice",
+        "64 bytes twice",
+        "16 bytes two and a half times",
+        "15 distinct values",
+    ],
+)
+def test_an_evidently_low_entropy_secret_is_refused_naming_the_fix(secret: bytes, weakness: str) -> None:
+    with pytest.raises(
+        ValueError, match=rf"^secret 0 is {weakness}, not secret randomness: {re.escape(FIX)}$"
+    ):
+        rs.KeyRing(secret)
+
+
+def test_the_refusal_names_the_position_of_the_weak_secret() -> None:
+    with pytest.raises(ValueError, match=r"^secret 2 is one byte repeated"):
+        rs.KeyRing(SECRET, OTHER_SECRET, b"k" * 32)
+
+
+def test_the_low_entropy_refusal_never_shows_the_secret() -> None:
+    secret = b"hunter2!" * 4
+    with pytest.raises(ValueError, match="a short pattern repeated") as caught:
+        rs.KeyRing(secret)
+    assert "hunter2" not in str(caught.value)
+    assert secret.hex() not in str(caught.value)
+
+
+@pytest.mark.parametrize("size", [0, 16, 31])
+def test_a_secret_shorter_than_32_bytes_is_refused_stating_the_requirement(size: int) -> None:
+    with pytest.raises(
+        ValueError,
+        match=rf"^secret 0 is {size} bytes; each secret must be at least 32 bytes of secret randomness$",
+    ):
+        rs.KeyRing(os.urandom(size))
+
+
+def test_the_length_refusal_never_shows_the_secret() -> None:
+    secret = b"\x41" * 31
+    with pytest.raises(ValueError, match="secret 0 is 31 bytes") as caught:
+        rs.KeyRing(secret)
+    assert "AAAA" not in str(caught.value)
+    assert "4141" not in str(caught.value)
+
+
+def test_a_str_secret_is_refused_pointing_to_from_env() -> None:
+    with pytest.raises(
+        TypeError,
+        match=r"^secret 0 is a str; KeyRing takes bytes "
+        r"\(decode a base64 secret first, or use KeyRing\.from_env\)$",
+    ):
+        rs.KeyRing("x" * 64)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("secret", "type_name"),
+    [(None, "NoneType"), (32, "int"), ([0] * 32, "list"), (memoryview(SECRET), "memoryview")],
+)
+def test_a_secret_of_another_type_is_refused_naming_the_type(secret: object, type_name: str) -> None:
+    with pytest.raises(TypeError, match=rf"^secret 1 must be bytes, not {type_name}$"):
+        rs.KeyRing(SECRET, secret)  # type: ignore[arg-type]
+
+
+def test_a_bytearray_secret_is_copied() -> None:
+    secret = bytearray(SECRET)
+    ring = rs.KeyRing(secret)
+    secret[:] = OTHER_SECRET
+    assert ring.fingerprint == rs.KeyRing(SECRET).fingerprint
