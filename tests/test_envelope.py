@@ -1,196 +1,198 @@
-from __future__ import annotations
+"""The strict core: ``seal_token`` (deterministic given its randomness) and the checks of ``open_token``."""
 
-import json
+from __future__ import annotations
 
 import pytest
 
 import requeststate as rs
-from requeststate._envelope import (
-    INT64_MAX,
-    INT64_MIN,
-    MAX_JSON_DEPTH,
-    Payload,
-    _has_duplicate_member,
-    build_payload,
-    read_payload,
-    too_deep,
-)
+from requeststate._envelope import open_token, seal_token
+from requeststate._modes import WireMode, wire_modes
+from requeststate._options import INT64_MAX
+from requeststate._payload import Payload
+from tests.conftest import NOW, OTHER_SECRET, SECRET
+from tests.support import reference as ref
 
-TAG = "0" * 63 + "1"
-
-
-def payload_bytes(**members: object) -> bytes:
-    return json.dumps(members, separators=(",", ":")).encode()
+RING = rs.KeyRing(SECRET)
+SIGNED, ENCRYPTED, XCHACHA = wire_modes(tuple(rs.Mode))[1]
+WIRES = {rs.Mode.SIGNED: SIGNED, rs.Mode.ENCRYPTED: ENCRYPTED, rs.Mode.XCHACHA: XCHACHA}
+TOKEN_ID = bytes(range(0xE0, 0xF0))
+MAX = rs.DEFAULT_MAX_TOKEN_BYTES
 
 
-def parse_payload(raw: bytes) -> object:
-    # The parse alone: bound to TAG, and read at the earliest time there is.
-    return read_payload(raw, TAG, INT64_MIN, 0)
+def random_for(wire: WireMode) -> bytes:
+    return bytes(range(wire.nonce_bytes)) + TOKEN_ID
 
 
-def check_claims(claims: Payload, bind_tag: str, now: int, leeway: int) -> object:
-    # The claims alone, on the exact bytes a writer sends for them.
-    read = read_payload(build_payload(claims.s, claims.exp, claims.b), bind_tag, now, leeway)
-    return None if read == claims else read
+def seal(
+    wire: WireMode, state: object = "state", subject: object = "alice", tool: object = "book", exp: int = NOW
+) -> str:
+    return seal_token(state, wire, RING, subject, tool, exp, random_for(wire), MAX)
 
 
-def test_build_writes_compact_json_in_spec_order() -> None:
-    assert build_payload("x", 5, TAG) == b'{"s":"x","exp":5,"b":"' + TAG.encode() + b'"}'
+def opened(
+    token: object,
+    wires: tuple[WireMode, ...] = (SIGNED, ENCRYPTED, XCHACHA),
+    subject: object = "alice",
+    tool: object = "book",
+    now: int = NOW,
+    leeway: int = 0,
+    max_bytes: int = MAX,
+) -> tuple[Payload, WireMode]:
+    return open_token(token, wires, RING, subject, tool, now, leeway, max_bytes)
 
 
-def test_build_writes_non_ascii_as_utf8() -> None:
-    assert "é".encode() in build_payload("é", 5, TAG)
+def reference_token(mode: rs.Mode, secret: bytes, payload: bytes) -> str:
+    """``payload`` sealed by the reference, with the AAD an encrypted token for alice/book has."""
+    tag = ref.bind_tag(secret, "alice", "book")
+    if mode is rs.Mode.SIGNED:
+        return ref.signed_token(secret, payload)
+    if mode is rs.Mode.ENCRYPTED:
+        return ref.encrypted_token(secret, payload, tag, bytes(12))
+    return ref.xchacha_token(secret, payload, tag, bytes(24))
 
 
-def test_build_refuses_a_lone_surrogate_in_the_state() -> None:
-    with pytest.raises(ValueError, match="surrogate"):
-        build_payload("\ud800", 5, TAG)
+def reason(token: object, **options: object) -> rs.Reason:
+    with pytest.raises(rs.InvalidToken) as caught:
+        opened(token, **options)  # type: ignore[arg-type]
+    return caught.value.reason
 
 
-def test_parse_reads_what_build_writes() -> None:
-    assert parse_payload(build_payload("state", 7, TAG)) == Payload("state", 7, TAG)
+# --- seal_token -------------------------------------------------------------------------------------
 
 
-def test_parse_accepts_members_in_any_order_and_extra_members() -> None:
-    raw = b'{"b":"' + TAG.encode() + b'","x":[1,{"y":null}],"exp":7, "s":"state"}'
-    assert parse_payload(raw) == Payload("state", 7, TAG)
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_seal_is_the_reference_token_for_the_given_randomness(mode: rs.Mode) -> None:
+    wire = WIRES[mode]
+    expected = ref.token(
+        mode, SECRET, "state", NOW, "alice", "book", bytes(range(wire.nonce_bytes)), TOKEN_ID.hex()
+    )
+    assert seal(wire) == expected
 
 
-@pytest.mark.parametrize("exp", [INT64_MIN, INT64_MAX])
-def test_parse_accepts_the_int64_bounds(exp: int) -> None:
-    assert parse_payload(payload_bytes(s="", exp=exp, b=TAG)) == Payload("", exp, TAG)
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_seal_carries_a_value_that_is_not_a_str_as_its_json_text(mode: rs.Mode) -> None:
+    payload, _ = opened(seal(WIRES[mode], state={"step": 1, "dates": ["2026-12-01"]}))
+    assert payload.s == '{"step":1,"dates":["2026-12-01"]}'
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        b'{"s":"a","s":"b","exp":1,"b":"' + TAG.encode() + b'"}',
-        b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":{"y":1,"y":2}}',
-        b'{"s":"a","\\u0065xp":1,"exp":1,"b":"' + TAG.encode() + b'"}',
-    ],
-    ids=["top level", "nested in an extra member", "spelled with an escape"],
-)
-def test_parse_refuses_duplicate_member_names(raw: bytes) -> None:
-    assert parse_payload(raw) is rs.Reason.MALFORMED
+def test_seal_mints_with_the_first_key_of_the_ring() -> None:
+    token = seal_token("state", SIGNED, rs.KeyRing(OTHER_SECRET, SECRET), "", None, NOW, TOKEN_ID, MAX)
+    assert token == ref.token("signed", OTHER_SECRET, "state", NOW, "", None, b"", TOKEN_ID.hex())
 
 
-def test_parse_refuses_nesting_too_deep_to_follow() -> None:
-    deep = b"[" * 5000 + b"]" * 5000
-    raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":' + deep + b"}"
-    assert parse_payload(raw) is rs.Reason.MALFORMED
+def test_seal_accepts_an_exp_of_int64_max() -> None:
+    assert opened(seal(SIGNED, exp=INT64_MAX))[0].exp == INT64_MAX
 
 
-def _with_member_nested(depth: int) -> bytes:
-    # The payload object is one level; its extra member adds depth - 1 more.
-    inner = b"[" * (depth - 1) + b"]" * (depth - 1)
-    return b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":' + inner + b"}"
+def test_seal_refuses_an_exp_past_int64() -> None:
+    with pytest.raises(ValueError, match=r"^now \+ ttl must fit in a signed 64-bit integer$"):
+        seal(SIGNED, exp=INT64_MAX + 1)
 
 
-def test_parse_accepts_a_payload_nested_to_the_depth_limit() -> None:
-    assert isinstance(parse_payload(_with_member_nested(MAX_JSON_DEPTH)), Payload)
-
-
-def test_parse_refuses_a_payload_nested_one_past_the_depth_limit() -> None:
-    # Explicit, so every Python agrees: 3.13 follows nesting that 3.11 cannot.
-    assert parse_payload(_with_member_nested(MAX_JSON_DEPTH + 1)) is rs.Reason.MALFORMED
-
-
-@pytest.mark.parametrize(
-    ("text", "deep"),
-    [
-        ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, False),
-        ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), True),
-        ('{"a":' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1), True),
-        ('["' + "[" * 500 + '"]', False),
-        ('["\\"' + ",[]" * 500 + ',""[[[["]', False),
-        ("[]" * 500, False),
-        ("[" * 200 + "é" + "]" * 200, True),
-    ],
-    ids=["at-limit", "past-limit", "objects", "brackets-in-a-string", "escaped-quotes", "wide", "non-ascii"],
-)
-def test_too_deep_counts_nesting_outside_strings(text: str, deep: bool) -> None:
-    assert too_deep(text) is deep
-
-
-@pytest.mark.parametrize("document", [b"{", b"\xff"])
-def test_duplicate_scan_fails_closed_where_it_cannot_parse(document: bytes) -> None:
-    assert _has_duplicate_member(document)
-
-
-def test_duplicate_scan_passes_distinct_names() -> None:
-    assert not _has_duplicate_member(b'{"a":{"a":1},"b":[{"a":1},{"a":2}]}')
+def test_seal_refuses_a_token_over_the_limit_saying_by_how_much() -> None:
+    size = len(seal(SIGNED))
+    assert len(seal_token("state", SIGNED, RING, "alice", "book", NOW, TOKEN_ID, size)) == size
+    with pytest.raises(
+        ValueError, match=rf"^the token would be {size} bytes, over max_token_bytes={size - 1}$"
+    ):
+        seal_token("state", SIGNED, RING, "alice", "book", NOW, TOKEN_ID, size - 1)
 
 
 @pytest.mark.parametrize(
-    "raw",
-    [
-        b"",
-        b"null",
-        b"[]",
-        b'{"s":"\xc3","exp":1,"b":"' + TAG.encode() + b'"}',
-        b'{"s":"\xed\xa0\x80","exp":1,"b":"' + TAG.encode() + b'"}',
-        b'\xef\xbb\xbf{"s":"x","exp":1,"b":"' + TAG.encode() + b'"}',
-        b'{"s":"x","exp":NaN,"b":"' + TAG.encode() + b'"}',
-        b'{"s":"x","exp":01,"b":"' + TAG.encode() + b'"}',
-    ],
-    ids=["empty", "null", "array", "truncated UTF-8", "encoded surrogate", "BOM", "NaN", "leading zero"],
+    ("subject", "tool", "error"),
+    [(None, None, TypeError), ("a\0", None, ValueError), ("{", None, ValueError)],
+    ids=["not a str", "separator", "payload-shaped"],
 )
-def test_parse_refuses_what_is_not_a_strict_utf8_json_object(raw: bytes) -> None:
-    assert parse_payload(raw) is rs.Reason.MALFORMED
+def test_seal_refuses_an_identity_that_cannot_be_bound(
+    subject: object, tool: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="subject"):
+        seal(SIGNED, subject=subject, tool=tool)
 
 
-def test_claims_valid_through_the_second_of_exp() -> None:
-    assert check_claims(Payload("x", 100, TAG), TAG, now=100, leeway=0) is None
+# --- open_token: what it returns ------------------------------------------------------------------------
 
 
-def test_claims_expired_the_second_after_exp() -> None:
-    assert check_claims(Payload("x", 100, TAG), TAG, now=101, leeway=0) is rs.Reason.EXPIRED
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_open_returns_the_payload_and_the_mode_the_token_is_in(mode: rs.Mode) -> None:
+    payload, wire = opened(seal(WIRES[mode]))
+    assert (payload, wire) == (
+        Payload("state", NOW, ref.bind_tag(SECRET, "alice", "book"), TOKEN_ID.hex()),
+        WIRES[mode],
+    )
 
 
-def test_claims_leeway_extends_expiry() -> None:
-    assert check_claims(Payload("x", 100, TAG), TAG, now=105, leeway=5) is None
-    assert check_claims(Payload("x", 100, TAG), TAG, now=106, leeway=5) is rs.Reason.EXPIRED
+def test_open_reads_a_token_without_an_id_as_mcp_d_writes_it() -> None:
+    token = ref.token("encrypted", SECRET, "state", NOW, "alice", "book", bytes(12))
+    assert opened(token)[0].id is None
 
 
-def test_claims_refuse_another_bind_tag() -> None:
-    assert check_claims(Payload("x", 100, TAG), "f" * 64, now=0, leeway=0) is rs.Reason.WRONG_BINDING
+def test_open_accepts_a_token_through_exp_plus_leeway() -> None:
+    assert opened(seal(SIGNED), now=NOW + 5, leeway=5)[0].s == "state"
 
 
-def test_claims_check_expiry_before_binding() -> None:
-    assert check_claims(Payload("x", 100, TAG), "f" * 64, now=101, leeway=0) is rs.Reason.EXPIRED
+# --- open_token: each check's reason, and the order they run in ---------------------------------------------
 
 
-def test_claims_refuse_a_non_hex_b_as_malformed() -> None:
-    assert check_claims(Payload("x", 100, "G" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
+@pytest.mark.parametrize("token", [None, b"v1.x.y", 5, ["v1."], b"x" * (MAX + 1)], ids=repr)
+def test_a_token_that_is_not_a_str_is_malformed_whatever_its_size(token: object) -> None:
+    assert reason(token) is rs.Reason.MALFORMED
 
 
-def test_claims_refuse_a_non_ascii_b_without_raising_anything_else() -> None:
-    assert check_claims(Payload("x", 100, "é" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
+def test_an_oversized_token_is_too_large_before_its_prefix_is_read() -> None:
+    assert reason("x" * 101, max_bytes=100) is rs.Reason.TOO_LARGE
 
 
-# --- the hex alphabet of b, and the messages of build errors ---------------------------------
+def test_a_token_of_exactly_the_limit_is_read() -> None:
+    token = seal(SIGNED)
+    assert opened(token, max_bytes=len(token))[0].s == "state"
 
 
-def test_claims_refuse_a_b_of_x_as_malformed() -> None:
-    assert check_claims(Payload("x", 100, "X" * 64), TAG, now=0, leeway=0) is rs.Reason.MALFORMED
+def test_another_modes_prefix_is_wrong_mode_before_the_identity_is_checked() -> None:
+    assert reason(seal(SIGNED), wires=(ENCRYPTED,), subject="a\0") is rs.Reason.WRONG_MODE
 
 
-def test_build_surrogate_error_states_the_rule() -> None:
-    with pytest.raises(ValueError, match=r"^state must be valid Unicode \(no lone surrogates\)$"):
-        build_payload("\ud800", 1, TAG)
+def test_an_invalid_identity_is_wrong_binding_even_for_a_token_that_cannot_be_decoded() -> None:
+    assert reason("v1.!!!", subject="a\0") is rs.Reason.WRONG_BINDING
 
 
-def test_parse_refuses_bytes_that_are_not_utf8_in_an_unknown_member() -> None:
-    # msgspec skips an unknown member without reading it as UTF-8; found by the fuzz corpus.
-    raw = b'{"s":"a","exp":1,"b":"' + TAG.encode() + b'","x":"\xdb"}'
-    assert parse_payload(raw) is rs.Reason.MALFORMED
+@pytest.mark.parametrize(
+    ("subject", "tool"),
+    [(None, None), ("alice", 5), (["alice"], None), ("alice", "\ud800"), ('{"s":1}', None)],
+    ids=["None", "int tool", "unhashable", "surrogate", "payload-shaped"],
+)
+def test_an_identity_of_any_type_or_shape_is_a_refusal_never_an_error(subject: object, tool: object) -> None:
+    assert reason(seal(SIGNED), subject=subject, tool=tool) is rs.Reason.WRONG_BINDING
 
 
-def test_too_deep_does_not_count_characters_outside_the_brackets() -> None:
-    # Non-ASCII characters outside a string are not JSON; they must not add depth.
-    text = "[" * MAX_JSON_DEPTH + "é" * 5 + "]" * MAX_JSON_DEPTH
-    assert too_deep(text) is False
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_a_forged_token_is_a_bad_signature_before_its_payload_is_read(mode: rs.Mode) -> None:
+    # Authenticate first: a payload that is not even JSON is never parsed.
+    assert reason(reference_token(mode, OTHER_SECRET, b"not json")) is rs.Reason.BAD_SIGNATURE
 
 
-def test_duplicate_scan_answers_false_for_distinct_names() -> None:
-    assert _has_duplicate_member(b'{"a":1,"b":2}') is False
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_an_authentic_payload_that_is_not_json_is_malformed(mode: rs.Mode) -> None:
+    assert reason(reference_token(mode, SECRET, b"not json")) is rs.Reason.MALFORMED
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_a_token_is_expired_one_second_after_exp_plus_leeway(mode: rs.Mode) -> None:
+    assert reason(seal(WIRES[mode]), now=NOW + 6, leeway=5) is rs.Reason.EXPIRED
+
+
+def test_expiry_is_checked_before_binding() -> None:
+    # A signed token's tag is no AEAD input: only the payload's b says whom it is for.
+    assert reason(seal(SIGNED, subject="bob"), now=NOW + 1) is rs.Reason.EXPIRED
+
+
+@pytest.mark.parametrize(
+    "b",
+    ["0" * 64, "G" * 64, ref.bind_tag(SECRET, "alice", "book").upper(), "é" * 64],
+    ids=["another tag", "not hex", "upper-case hex", "non-ASCII"],
+)
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_an_authentic_payload_whose_b_is_not_the_bind_tag_is_wrong_binding(mode: rs.Mode, b: str) -> None:
+    # Whatever b's alphabet: compare_digest takes only ASCII, and must not raise.
+    token = reference_token(mode, SECRET, ref.payload("state", NOW, b, TOKEN_ID.hex()))
+    assert reason(token) is rs.Reason.WRONG_BINDING
