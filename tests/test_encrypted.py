@@ -108,7 +108,7 @@ def test_repr_names_the_prefix() -> None:
     assert (repr(ENCRYPTED), repr(XCHACHA)) == ("AeadMode('v1e.')", "AeadMode('v1x.')")
 
 
-# --- the XChaCha20-Poly1305 cipher: shaped like cryptography's AESGCM --------------------------------
+# --- the XChaCha20-Poly1305 cipher: shaped like cryptography's AESGCM -----------------------------
 
 
 def test_the_xchacha_cipher_raises_invalid_tag_as_aesgcm_does() -> None:

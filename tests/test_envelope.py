@@ -57,7 +57,7 @@ def reason(token: object, **options: object) -> rs.Reason:
     return caught.value.reason
 
 
-# --- seal_token -------------------------------------------------------------------------------------
+# --- seal_token -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
@@ -110,7 +110,7 @@ def test_seal_refuses_an_identity_that_cannot_be_bound(
         seal(SIGNED, subject=subject, tool=tool)
 
 
-# --- open_token: what it returns ------------------------------------------------------------------------
+# --- open_token: what it returns ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
@@ -131,7 +131,7 @@ def test_open_accepts_a_token_through_exp_plus_leeway() -> None:
     assert opened(seal(SIGNED), now=NOW + 5, leeway=5)[0].s == "state"
 
 
-# --- open_token: each check's reason, and the order they run in ---------------------------------------------
+# --- open_token: each check's reason, and the order they run in -----------------------------------
 
 
 @pytest.mark.parametrize("token", [None, b"v1.x.y", 5, ["v1."], b"x" * (MAX + 1)], ids=repr)

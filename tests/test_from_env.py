@@ -34,7 +34,7 @@ def test_the_fixture_secret_has_both_standard_base64_characters() -> None:
     assert ("+" in text, "/" in text) == (True, True)
 
 
-# --- KeyRing.from_env: reading ------------------------------------------------------------------
+# --- KeyRing.from_env: reading --------------------------------------------------------------------
 
 
 def test_secrets_are_read_newest_first() -> None:
@@ -195,7 +195,7 @@ def test_an_unknown_encoding_is_refused_naming_the_choices() -> None:
         ring_from(b64(SECRET), encoding="utf-8")
 
 
-# --- Codec.from_env -----------------------------------------------------------------------------
+# --- Codec.from_env -------------------------------------------------------------------------------
 
 KEYS = {"REQUESTSTATE_KEYS": b64(SECRET)}
 

@@ -20,7 +20,7 @@ def secrets(count: int) -> list[bytes]:
     return [hashlib.sha256(bytes([index])).digest() for index in range(count)]
 
 
-# --- construction ------------------------------------------------------------------------------
+# --- construction ---------------------------------------------------------------------------------
 
 
 def test_an_empty_ring_is_refused_stating_the_requirement() -> None:
@@ -54,7 +54,7 @@ def test_a_warn_share_that_is_no_number_is_a_type_error(share: object, type_name
         rs.KeyRing(SECRET, aesgcm_warn_share=share)  # type: ignore[arg-type]
 
 
-# --- what a ring shows ---------------------------------------------------------------------------
+# --- what a ring shows ----------------------------------------------------------------------------
 
 
 def test_repr_shows_the_count_and_the_minting_fingerprint_only() -> None:
@@ -102,7 +102,7 @@ def test_a_ring_cannot_be_pickled_or_copied(ring: rs.KeyRing) -> None:
         copy.copy(ring)
 
 
-# --- bound keys: each key of the ring with an identity's bind tag --------------------------------
+# --- bound keys: each key of the ring with an identity's bind tag ---------------------------------
 
 
 def test_bound_keys_pair_each_key_with_its_spec_bind_tag_minting_key_first() -> None:
@@ -198,7 +198,7 @@ def test_huge_identities_are_not_kept() -> None:
     assert _memory_grown_by(refuse_huge) < 1 << 20
 
 
-# --- the AES-GCM budget of random 96-bit nonces ----------------------------------------------------
+# --- the AES-GCM budget of random 96-bit nonces ---------------------------------------------------
 
 
 def seal(ring: rs.KeyRing, mode: rs.ModeSpec = "encrypted") -> str:

@@ -19,7 +19,7 @@ def codec_with(**options: Any) -> rs.Codec:
     return rs.Codec(RING, mode="signed", **options)
 
 
-# --- names ---------------------------------------------------------------------------------
+# --- names ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def test_every_unknown_option_is_named_in_order() -> None:
         codec_with(tll=60, gaurd=None)
 
 
-# --- the one int check: bool is no int anywhere ---------------------------------------------
+# --- the one int check: bool is no int anywhere ---------------------------------------------------
 
 INT_OPTIONS: list[tuple[str, Callable[[object], object]]] = [
     ("ttl", lambda value: codec_with(ttl=value)),
@@ -114,7 +114,7 @@ def test_an_int_out_of_range_is_refused_stating_the_range(
         build(value)
 
 
-# --- the other options ------------------------------------------------------------------------
+# --- the other options ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ def test_build_refuses_a_lone_surrogate_in_the_state() -> None:
         build_payload("\ud800", 1, TAG)
 
 
-# --- reading: what is accepted ------------------------------------------------------------------------
+# --- reading: what is accepted --------------------------------------------------------------------
 
 
 def test_parse_reads_what_build_writes() -> None:
@@ -93,7 +93,7 @@ def test_parse_accepts_a_payload_nested_to_the_depth_limit() -> None:
     assert parse_payload(_with_member_nested(MAX_JSON_DEPTH)) == Payload("a", 1, TAG)
 
 
-# --- reading: what is refused, as malformed ----------------------------------------------------------------
+# --- reading: what is refused, as malformed -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -201,7 +201,7 @@ def test_parse_refuses_a_payload_the_duplicate_scan_cannot_read() -> None:
     assert refused(b'{"s":"a","exp":1,' + B + b',"x":' + b"1" * 5000 + b"}") is rs.Reason.MALFORMED
 
 
-# --- the typed state ------------------------------------------------------------------------------------
+# --- the typed state ------------------------------------------------------------------------------
 
 
 def test_read_state_decodes_the_requested_type() -> None:
@@ -227,7 +227,7 @@ def test_read_state_nested_past_the_depth_limit_is_wrong_type(depth: int) -> Non
         read_state("[" * depth + "]" * depth, object)
 
 
-# --- nesting depth --------------------------------------------------------------------------------------
+# --- nesting depth --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

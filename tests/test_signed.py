@@ -86,7 +86,7 @@ def test_a_token_not_framed_as_three_canonical_parts_is_malformed(ring: rs.KeyRi
     assert open_reason(token, ring) is rs.Reason.MALFORMED
 
 
-# --- the bind tag and the MAC share mac_key: a subject alone must not read as a payload ---------------
+# --- the bind tag and the MAC share mac_key: a subject alone must not read as a payload -----------
 
 
 def _payload_text(state: str, exp: int, bind_tag: str) -> str:
