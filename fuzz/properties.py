@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
 
 import requeststate as rs
+from requeststate._envelope import TOKEN_ID_BYTES, seal_token
+from requeststate._modes import wire_modes
 from tests.support import reference
 
 __all__ = [
@@ -138,20 +139,18 @@ class Case:
     minted: dict[str, Minted]
 
 
-def _fake_urandom(seed: bytes) -> Callable[[int], bytes]:
-    def urandom(size: int) -> bytes:
-        return hashlib.shake_256(b"fuzz urandom" + seed).digest(size)
-
-    return urandom
-
-
 def mint(
     state: str, ring: rs.KeyRing, mode: rs.Mode, subject: str, tool: str | None, seed: bytes
 ) -> tuple[str, Minted]:
-    """A token minted deterministically at ``NOW`` with ``TTL``: the same one in every process."""
-    codec = rs.Codec(ring, mode=mode, ttl=TTL)
-    codec._core.urandom = _fake_urandom(seed)
-    token = codec.encode(state, subject=subject, tool=tool, now=NOW)
+    """A token minted deterministically at ``NOW`` with ``TTL``: the same one in every process.
+
+    Through the strict core's deterministic entry point, with "random" bytes
+    (the nonce, then the token id) drawn from ``seed``, as ``Codec.encode``
+    draws them from the CSPRNG.
+    """
+    [wire] = wire_modes(mode)[1]
+    random = hashlib.shake_256(b"fuzz urandom" + seed).digest(wire.nonce_bytes + TOKEN_ID_BYTES)
+    token = seal_token(state, wire, ring, subject, tool, NOW + TTL, random, rs.DEFAULT_MAX_TOKEN_BYTES)
     return token, Minted(mode, subject, tool, state, NOW + TTL)
 
 
