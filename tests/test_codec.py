@@ -708,6 +708,14 @@ def test_averify_refuses_for_the_reason_verify_does(
         asyncio.run(codec.averify(token, **options))
 
 
+def test_averify_and_adecode_read_the_codecs_clock(ring: rs.KeyRing, mode: rs.Mode) -> None:
+    codec = rs.Codec(ring, mode=mode, ttl=10, clock=lambda: NOW + 11)
+    token = codec.encode("x", now=NOW)
+    with pytest.raises(rs.InvalidToken, match=r"^expired$"):
+        asyncio.run(codec.averify(token))
+    assert asyncio.run(codec.adecode(token)) is None
+
+
 def test_token_without_an_id_cannot_be_guarded_asynchronously(ring: rs.KeyRing) -> None:
     codec = rs.Codec(ring, mode="signed", guard=AsyncMemoryGuard())
     with pytest.raises(rs.InvalidToken, match=r"^malformed$"):

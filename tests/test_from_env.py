@@ -79,8 +79,9 @@ def test_encoding_hex_reads_upper_case_digits() -> None:
     assert ring_from(SECRET.hex().upper(), encoding="hex").fingerprint == fingerprint(SECRET)
 
 
-def test_encoding_base64_reads_standard_base64_padded_or_not() -> None:
-    secret = STANDARD_SECRET + b"xy"
+@pytest.mark.parametrize("tail", [b"xy", b"xyz"], ids=["two '='", "one '='"])
+def test_encoding_base64_reads_standard_base64_padded_or_not(tail: bytes) -> None:
+    secret = STANDARD_SECRET + tail
     padded = base64.b64encode(secret).decode()
     assert padded.endswith("=")
     for text in (padded, padded.rstrip("=")):
@@ -136,20 +137,26 @@ def test_an_unusable_secret_is_refused_naming_the_variable_and_position_never_th
     assert b64(STANDARD_SECRET[:16]) not in str(caught.value)
 
 
-def test_default_refuses_standard_base64_naming_the_option() -> None:
+@pytest.mark.parametrize("character", ["+", "/"])
+def test_default_refuses_standard_base64_naming_the_option(character: str) -> None:
+    # One character of the standard alphabet is enough to tell.
+    text = base64.urlsafe_b64encode(STANDARD_SECRET).decode()
+    text = text[:10] + character + text[11:]
     with pytest.raises(
         ValueError,
         match=r"^MY_KEYS: secret 0 looks like standard base64 \('\+' or '/'\), not base64url: "
-        r"pass encoding='base64' \(inspect: --key-encoding base64\) to read it so",
+        r"pass encoding='base64' \(inspect: --key-encoding base64\) to read it so, "
+        r"or use a secret from requeststate keygen$",
     ):
-        ring_from(base64.b64encode(STANDARD_SECRET).decode())
+        ring_from(text)
 
 
 def test_default_refuses_64_hex_digits_naming_the_option() -> None:
     # 64 hex digits are valid base64url too: read so, they would be 48 other bytes.
     with pytest.raises(
         ValueError,
-        match=r"^MY_KEYS: secret 1 looks like hex, which base64url would misread: pass encoding='hex' ",
+        match=r"^MY_KEYS: secret 1 looks like hex, which base64url would misread: pass encoding='hex' "
+        r"\(inspect: --key-encoding hex\) to read it so, or use a secret from requeststate keygen$",
     ):
         ring_from(f"{b64(OTHER_SECRET)},{SECRET.hex()}")
 
@@ -266,11 +273,12 @@ def test_codec_from_env_refuses_a_ttl_that_is_not_whole_seconds_up_to_a_day(ttl:
         rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_TTL": ttl})
 
 
-def test_codec_from_env_accepts_a_ttl_of_a_day() -> None:
-    assert rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_TTL": "86400"}).ttl == 86_400
+@pytest.mark.parametrize("ttl", [1, 86_400])
+def test_codec_from_env_accepts_a_ttl_from_a_second_to_a_day(ttl: int) -> None:
+    assert rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_TTL": str(ttl)}).ttl == ttl
 
 
-def test_codec_from_env_shows_only_the_start_of_a_long_bad_value() -> None:
-    with pytest.raises(ValueError, match=r"got '1{20}': ") as caught:
-        rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_TTL": "1" * 40})
-    assert "1" * 21 not in str(caught.value)
+@pytest.mark.parametrize(("name", "shown"), [("REQUESTSTATE_TTL", 20), ("REQUESTSTATE_MODE", 60)])
+def test_codec_from_env_shows_only_the_start_of_a_long_bad_value(name: str, shown: int) -> None:
+    with pytest.raises(ValueError, match=rf"got '7{{{shown}}}': "):
+        rs.Codec.from_env(environ={**KEYS, name: "7" * 100})

@@ -83,8 +83,8 @@ def test_ephemeral_rings_are_fresh_and_say_so() -> None:
     assert repr(first) == f"KeyRing(keys=1, minting={first.fingerprint!r}, ephemeral)"
 
 
-def test_a_ring_from_secrets_is_not_ephemeral(ring: rs.KeyRing) -> None:
-    assert ring.is_ephemeral is False
+def test_a_ring_from_secrets_is_not_ephemeral() -> None:
+    assert rs.KeyRing(SECRET).is_ephemeral is False
 
 
 def test_a_ring_is_immutable(ring: rs.KeyRing) -> None:

@@ -243,6 +243,9 @@ def test_read_state_nested_past_the_depth_limit_is_wrong_type(depth: int) -> Non
         ("[" * 200 + "é" + "]" * 200, True),
         ("[" * MAX_JSON_DEPTH + "é" * 5 + "]" * MAX_JSON_DEPTH, False),
         ("[" * 200, True),
+        ('"' + "[" * 200 + '"', False),
+        ("[]" * 10 + "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, False),
+        ("[]" * 100 + "[" * 100 + "é" * 40 + "]" * 100, False),
     ],
     ids=[
         "at-limit",
@@ -255,6 +258,9 @@ def test_read_state_nested_past_the_depth_limit_is_wrong_type(depth: int) -> Non
         "non-ascii",
         "non-ascii-at-limit",
         "unclosed",
+        "only in a string",
+        "at-limit-after-siblings",
+        "non-ascii-among-many",
     ],
 )
 def test_too_deep_counts_nesting_outside_strings(text: str, deep: bool) -> None:

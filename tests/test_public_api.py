@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
+from typing import Any
 
 import requeststate as rs
 
@@ -64,7 +65,7 @@ def test_codec_methods_take_the_token_positionally_and_the_rest_by_keyword() -> 
 
 def test_public_functions_classes_and_codec_methods_have_docstrings() -> None:
     public = [getattr(rs, name) for name in rs.__all__]
-    documented = [v for v in public if inspect.isfunction(v) or inspect.isclass(v)]
+    documented: list[Any] = [v for v in public if inspect.isfunction(v) or inspect.isclass(v)]
     documented += [*CODEC_METHODS, rs.Codec.from_env, rs.KeyRing.from_env, rs.KeyRing.bound]
     assert len(documented) == 22  # 11 classes, 3 functions, 5 Codec methods, 2 from_env, bound
     assert [v.__qualname__ for v in documented if not inspect.getdoc(v)] == []
