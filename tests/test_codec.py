@@ -260,11 +260,6 @@ def test_now_of_int64_max_is_a_valid_clock(ring: rs.KeyRing, mode: rs.Mode) -> N
     assert reason(mint(ring, mode), ring, mode, now=2**63 - 1) is rs.Reason.EXPIRED
 
 
-def test_minting_past_int64_is_refused_stating_the_requirement(ring: rs.KeyRing) -> None:
-    with pytest.raises(ValueError, match=r"^now \+ ttl must fit in a signed 64-bit integer$"):
-        rs.encode("x", ring, mode="signed", ttl=10, now=2**63 - 10)
-
-
 # --- rotation -------------------------------------------------------------------------------------
 
 
@@ -309,11 +304,6 @@ def test_errors_never_contain_the_state(ring: rs.KeyRing, mode: rs.Mode) -> None
 
 
 # --- any token type -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("token", [None, b"v1.x.y", 5, 1.5, ["v1."], {"v1": 1}, object()])
-def test_non_str_token_is_malformed(ring: rs.KeyRing, mode: rs.Mode, token: object) -> None:
-    assert reason(token, ring, mode) is rs.Reason.MALFORMED
 
 
 def test_str_subclass_token_is_accepted(ring: rs.KeyRing, mode: rs.Mode) -> None:
