@@ -142,8 +142,13 @@ class Case:
 def mint(
     state: str, ring: rs.KeyRing, mode: rs.Mode, subject: str, tool: str | None, seed: bytes
 ) -> tuple[str, Minted]:
-    """A token minted deterministically at ``NOW`` with ``TTL``: the same one in every process."""
-    (wire,) = wire_modes(mode)[1]
+    """A token minted deterministically at ``NOW`` with ``TTL``: the same one in every process.
+
+    Through the strict core's deterministic entry point, with "random" bytes
+    (the nonce, then the token id) drawn from ``seed``, as ``Codec.encode``
+    draws them from the CSPRNG.
+    """
+    [wire] = wire_modes(mode)[1]
     random = hashlib.shake_256(b"fuzz urandom" + seed).digest(wire.nonce_bytes + TOKEN_ID_BYTES)
     token = seal_token(state, wire, ring, subject, tool, NOW + TTL, random, rs.DEFAULT_MAX_TOKEN_BYTES)
     return token, Minted(mode, subject, tool, state, NOW + TTL)

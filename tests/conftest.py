@@ -8,7 +8,6 @@ SECRET = bytes(range(32))
 OTHER_SECRET = bytes(range(32, 64))
 NOW = 2_000_000_000
 MODES = list(rs.Mode)
-ALL_MODES = tuple(rs.Mode)
 
 
 @pytest.fixture(scope="session")

@@ -50,11 +50,6 @@ def test_encode_joined_joins_parts_with_dots() -> None:
     assert b64encode_joined(b"\xfb\xff", b"", b"\x00") == "-_8..AA"
 
 
-def test_encode_matches_the_standard_library_without_padding() -> None:
-    data = bytes(range(256))
-    assert b64encode(data) == base64.urlsafe_b64encode(data).decode().rstrip("=")
-
-
 @pytest.mark.parametrize("text", ["-_8=", "AA==", "AAA="])
 def test_padding_is_refused(text: str) -> None:
     assert b64decode(text) is None
@@ -80,9 +75,11 @@ def test_non_zero_unused_trailing_bits_are_refused(text: str) -> None:
     assert b64decode(text) is None
 
 
-@pytest.mark.parametrize("text", ["AA", "AAE", "AAAAAQ"])
-def test_zero_unused_trailing_bits_are_accepted(text: str) -> None:
-    assert b64decode(text) is not None
+@pytest.mark.parametrize(
+    ("text", "data"), [("AA", b"\x00"), ("AAE", b"\x00\x01"), ("AAAAAQ", b"\x00\x00\x00\x01")]
+)
+def test_zero_unused_trailing_bits_are_accepted(text: str, data: bytes) -> None:
+    assert b64decode(text) == data
 
 
 @pytest.mark.parametrize("text", ["é", "AAA\u0660", "AA.A", "AA\x00A"])

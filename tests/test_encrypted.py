@@ -1,18 +1,21 @@
-"""requeststate._encrypted: v1e. and v1x. against the independent reference, each part tampered with."""
+"""The encrypted modes ``v1e.`` and ``v1x.``: the bind tag as AAD, and each part tampered alone."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
+from cryptography.exceptions import InvalidTag
 
 import requeststate as rs
 from requeststate._base64 import b64decode, b64encode
 from requeststate._bind import BoundKey
 from requeststate._encrypted import ENCRYPTED, XCHACHA, AeadMode
+from requeststate._xchacha import XChaCha20Poly1305
 from tests.conftest import OTHER_SECRET, SECRET
 from tests.support import reference as ref
 
 PAYLOAD = b'{"s":"secret","exp":1,"b":"' + b"0" * 64 + b'"}'
-TAG = "a" * 64
 REFERENCE = {ENCRYPTED: ref.encrypted_token, XCHACHA: ref.xchacha_token}
 
 
@@ -26,44 +29,38 @@ def nonce(aead: AeadMode) -> bytes:
     return bytes(range(aead.nonce_bytes))
 
 
-def bound(ring: rs.KeyRing, *tags: str) -> tuple[BoundKey, ...]:
-    """The ring's keys, in order, each bound to the tag given for it (any 64 characters)."""
-    keys = [each.key for each in ring.bound("", None)]
-    return tuple(BoundKey(key, tag, tag.encode()) for key, tag in zip(keys, tags, strict=True))
+def minting(ring: rs.KeyRing, subject: str = "alice") -> BoundKey:
+    return ring.bound(subject, None)[0]
 
 
 def sealed(aead: AeadMode, ring: rs.KeyRing) -> str:
-    return aead.seal(PAYLOAD, bound(ring, TAG)[0], nonce(aead))
+    return aead.seal(PAYLOAD, minting(ring), nonce(aead))
 
 
 def blob(aead: AeadMode, token: str) -> bytes:
     return b64decode(token[len(aead.prefix) :]) or b""
 
 
-def test_prefixes_and_nonce_sizes() -> None:
-    assert (ENCRYPTED.prefix, ENCRYPTED.nonce_bytes) == ("v1e.", 12)
-    assert (XCHACHA.prefix, XCHACHA.nonce_bytes) == ("v1x.", 24)
+def open_reason(aead: AeadMode, token: str, ring: rs.KeyRing, subject: str = "alice") -> rs.Reason:
+    with pytest.raises(rs.InvalidToken) as caught:
+        aead.open(token, ring.bound(subject, None))
+    return caught.value.reason
 
 
 def test_seal_is_prefix_and_nonce_ciphertext_tag(aead: AeadMode, ring: rs.KeyRing) -> None:
-    assert sealed(aead, ring) == REFERENCE[aead](SECRET, PAYLOAD, TAG, nonce(aead))
+    tag = ref.bind_tag(SECRET, "alice", None)
+    assert sealed(aead, ring) == REFERENCE[aead](SECRET, PAYLOAD, tag, nonce(aead))
 
 
 def test_seal_hides_the_payload(aead: AeadMode, ring: rs.KeyRing) -> None:
     assert b"secret" not in blob(aead, sealed(aead, ring))
 
 
-def test_open_returns_payload_and_the_tag_it_was_sealed_under(aead: AeadMode) -> None:
-    ring = rs.KeyRing(OTHER_SECRET, SECRET)
-    old_tag = "old" + TAG[3:]
-    token = REFERENCE[aead](SECRET, PAYLOAD, old_tag, nonce(aead))
-    assert aead.open(token, bound(ring, TAG, old_tag)) == (PAYLOAD, old_tag)
-
-
-def open_reason(aead: AeadMode, token: str, ring: rs.KeyRing, tag: str = TAG) -> rs.Reason:
-    with pytest.raises(rs.InvalidToken) as refused:
-        aead.open(token, bound(ring, tag))
-    return refused.value.reason
+def test_open_returns_the_payload_and_the_tag_it_was_sealed_under(aead: AeadMode) -> None:
+    # Rotation: sealed under the older key, opened by a ring whose first key is newer.
+    bound = rs.KeyRing(OTHER_SECRET, SECRET).bound("alice", None)
+    token = REFERENCE[aead](SECRET, PAYLOAD, bound[1].bind_tag, nonce(aead))
+    assert aead.open(token, bound) == (PAYLOAD, bound[1].bind_tag)
 
 
 @pytest.mark.parametrize("part", ["first nonce byte", "last nonce byte", "ciphertext", "tag"])
@@ -74,8 +71,9 @@ def test_each_part_tampered_is_a_bad_signature(aead: AeadMode, ring: rs.KeyRing,
     assert open_reason(aead, aead.prefix + b64encode(bytes(raw)), ring) is rs.Reason.BAD_SIGNATURE
 
 
-def test_another_aad_is_a_bad_signature(aead: AeadMode, ring: rs.KeyRing) -> None:
-    assert open_reason(aead, sealed(aead, ring), ring, tag="b" * 64) is rs.Reason.BAD_SIGNATURE
+def test_another_identity_fails_the_tag_check(aead: AeadMode, ring: rs.KeyRing) -> None:
+    # The bind tag is the AAD: a token for alice, opened for bob, never decrypts.
+    assert open_reason(aead, sealed(aead, ring), ring, subject="bob") is rs.Reason.BAD_SIGNATURE
 
 
 def test_tag_stripped_is_a_bad_signature(aead: AeadMode, ring: rs.KeyRing) -> None:
@@ -94,10 +92,38 @@ def test_smallest_blob_is_opened_not_refused_as_malformed(aead: AeadMode, ring: 
     assert open_reason(aead, aead.prefix + b64encode(smallest), ring) is rs.Reason.BAD_SIGNATURE
 
 
+@pytest.mark.parametrize("suffix", ["=", ".", "!"], ids=["padded", "dot", "not base64"])
+def test_a_body_that_is_not_canonical_base64url_is_malformed(
+    aead: AeadMode, ring: rs.KeyRing, suffix: str
+) -> None:
+    assert open_reason(aead, sealed(aead, ring) + suffix, ring) is rs.Reason.MALFORMED
+
+
 def test_sealed_under_a_removed_key_is_a_bad_signature(aead: AeadMode, ring: rs.KeyRing) -> None:
-    token = REFERENCE[aead](OTHER_SECRET, PAYLOAD, TAG, nonce(aead))
+    token = REFERENCE[aead](OTHER_SECRET, PAYLOAD, ref.bind_tag(OTHER_SECRET, "alice", None), nonce(aead))
     assert open_reason(aead, token, ring) is rs.Reason.BAD_SIGNATURE
 
 
 def test_repr_names_the_prefix() -> None:
-    assert repr(XCHACHA) == "AeadMode('v1x.')"
+    assert (repr(ENCRYPTED), repr(XCHACHA)) == ("AeadMode('v1e.')", "AeadMode('v1x.')")
+
+
+# --- the XChaCha20-Poly1305 cipher: shaped like cryptography's AESGCM -----------------------------
+
+
+def test_the_xchacha_cipher_raises_invalid_tag_as_aesgcm_does() -> None:
+    cipher = XChaCha20Poly1305(ref.xchacha_key(SECRET))
+    sealed = cipher.encrypt(bytes(24), b"data", b"aad")
+    assert cipher.decrypt(bytes(24), sealed, b"aad") == b"data"
+    with pytest.raises(InvalidTag):
+        cipher.decrypt(bytes(24), sealed, b"other aad")
+
+
+def test_the_xchacha_cipher_shows_no_key() -> None:
+    assert repr(XChaCha20Poly1305(ref.xchacha_key(SECRET))) == "XChaCha20Poly1305(<key>)"
+
+
+def test_the_xchacha_cipher_cannot_be_pickled() -> None:
+    # Its state is the raw 32-byte key: a pickle would write it out.
+    with pytest.raises(TypeError, match=r"^XChaCha20Poly1305 cannot be pickled: it holds a key$"):
+        pickle.dumps(XChaCha20Poly1305(ref.xchacha_key(SECRET)))

@@ -1,130 +1,198 @@
-"""requeststate._envelope: the strict core, sealing a state and opening a token, each check in its order."""
+"""The strict core: ``seal_token`` (deterministic given its randomness) and the checks of ``open_token``."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 import requeststate as rs
-from requeststate._encrypted import ENCRYPTED, XCHACHA
-from requeststate._envelope import TOKEN_ID_BYTES, open_token, seal_token
-from requeststate._modes import WireMode
+from requeststate._envelope import open_token, seal_token
+from requeststate._modes import WireMode, wire_modes
 from requeststate._options import INT64_MAX
 from requeststate._payload import Payload
-from requeststate._signed import SIGNED
-from tests.conftest import SECRET
+from tests.conftest import NOW, OTHER_SECRET, SECRET
+from tests.support import reference as ref
 
-KEYS = rs.KeyRing(SECRET)
-WIRES: tuple[WireMode, ...] = (SIGNED, ENCRYPTED, XCHACHA)
-MAX = 64 * 1024
-EXP = 2_000_000_000
+RING = rs.KeyRing(SECRET)
+SIGNED, ENCRYPTED, XCHACHA = wire_modes(tuple(rs.Mode))[1]
+WIRES = {rs.Mode.SIGNED: SIGNED, rs.Mode.ENCRYPTED: ENCRYPTED, rs.Mode.XCHACHA: XCHACHA}
+TOKEN_ID = bytes(range(0xE0, 0xF0))
+MAX = rs.DEFAULT_MAX_TOKEN_BYTES
 
 
 def random_for(wire: WireMode) -> bytes:
-    return bytes(range(wire.nonce_bytes + TOKEN_ID_BYTES))
+    return bytes(range(wire.nonce_bytes)) + TOKEN_ID
 
 
 def seal(
-    state: object = "state", wire: WireMode = ENCRYPTED, *, exp: int = EXP, tool: str | None = "t"
+    wire: WireMode, state: object = "state", subject: object = "alice", tool: object = "book", exp: int = NOW
 ) -> str:
-    return seal_token(state, wire, KEYS, "alice", tool, exp, random_for(wire), MAX)
+    return seal_token(state, wire, RING, subject, tool, exp, random_for(wire), MAX)
 
 
 def opened(
-    token: object, *, subject: object = "alice", tool: object = "t", now: int = EXP, leeway: int = 0
-) -> Payload | rs.Reason:
-    try:
-        payload, _ = open_token(token, WIRES, KEYS, subject, tool, now, leeway, MAX)
-    except rs.InvalidToken as refused:
-        return refused.reason
-    return payload
+    token: object,
+    wires: tuple[WireMode, ...] = (SIGNED, ENCRYPTED, XCHACHA),
+    subject: object = "alice",
+    tool: object = "book",
+    now: int = NOW,
+    leeway: int = 0,
+    max_bytes: int = MAX,
+) -> tuple[Payload, WireMode]:
+    return open_token(token, wires, RING, subject, tool, now, leeway, max_bytes)
 
 
-def signed_over(raw: bytes) -> str:
-    # An authentic v1. token whose payload is exactly these bytes: what only a key holder can make.
-    return SIGNED.seal(raw, KEYS.bound("alice", "t")[0], b"")
+def reference_token(mode: rs.Mode, secret: bytes, payload: bytes) -> str:
+    """``payload`` sealed by the reference, with the AAD an encrypted token for alice/book has."""
+    tag = ref.bind_tag(secret, "alice", "book")
+    if mode is rs.Mode.SIGNED:
+        return ref.signed_token(secret, payload)
+    if mode is rs.Mode.ENCRYPTED:
+        return ref.encrypted_token(secret, payload, tag, bytes(12))
+    return ref.xchacha_token(secret, payload, tag, bytes(24))
 
 
-@pytest.mark.parametrize("wire", WIRES, ids=lambda wire: wire.prefix)
-def test_the_same_random_bytes_make_the_same_token(wire: WireMode) -> None:
-    assert seal(wire=wire) == seal(wire=wire)
-    assert seal(wire=wire).startswith(wire.prefix)
+def reason(token: object, **options: object) -> rs.Reason:
+    with pytest.raises(rs.InvalidToken) as caught:
+        opened(token, **options)  # type: ignore[arg-type]
+    return caught.value.reason
 
 
-@pytest.mark.parametrize("wire", WIRES, ids=lambda wire: wire.prefix)
-def test_the_token_id_is_the_random_bytes_after_the_nonce(wire: WireMode) -> None:
-    payload, opened_by = open_token(seal(wire=wire), WIRES, KEYS, "alice", "t", EXP, 0, MAX)
-    assert payload.id == bytes(range(wire.nonce_bytes, wire.nonce_bytes + TOKEN_ID_BYTES)).hex()
-    assert opened_by is wire
+# --- seal_token -----------------------------------------------------------------------------------
 
 
-def state_of(token: str, **options: object) -> str:
-    payload = opened(token, **options)  # type: ignore[arg-type]
-    assert isinstance(payload, Payload), payload
-    return payload.s
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_seal_is_the_reference_token_for_the_given_randomness(mode: rs.Mode) -> None:
+    wire = WIRES[mode]
+    expected = ref.token(
+        mode, SECRET, "state", NOW, "alice", "book", bytes(range(wire.nonce_bytes)), TOKEN_ID.hex()
+    )
+    assert seal(wire) == expected
 
 
-def test_a_state_that_is_no_str_travels_as_its_json_text() -> None:
-    assert state_of(seal({"step": 1})) == '{"step":1}'
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_seal_carries_a_value_that_is_not_a_str_as_its_json_text(mode: rs.Mode) -> None:
+    payload, _ = opened(seal(WIRES[mode], state={"step": 1, "dates": ["2026-12-01"]}))
+    assert payload.s == '{"step":1,"dates":["2026-12-01"]}'
 
 
-def test_an_expiry_past_int64_is_refused_at_mint() -> None:
+def test_seal_mints_with_the_first_key_of_the_ring() -> None:
+    token = seal_token("state", SIGNED, rs.KeyRing(OTHER_SECRET, SECRET), "", None, NOW, TOKEN_ID, MAX)
+    assert token == ref.token("signed", OTHER_SECRET, "state", NOW, "", None, b"", TOKEN_ID.hex())
+
+
+def test_seal_accepts_an_exp_of_int64_max() -> None:
+    assert opened(seal(SIGNED, exp=INT64_MAX))[0].exp == INT64_MAX
+
+
+def test_seal_refuses_an_exp_past_int64() -> None:
     with pytest.raises(ValueError, match=r"^now \+ ttl must fit in a signed 64-bit integer$"):
-        seal(exp=INT64_MAX + 1)
+        seal(SIGNED, exp=INT64_MAX + 1)
 
 
-def test_a_token_longer_than_the_cap_is_refused_at_mint() -> None:
-    with pytest.raises(ValueError, match=r"^the token would be \d+ bytes, over max_token_bytes=100$"):
-        seal_token("x" * 100, SIGNED, KEYS, "alice", "t", EXP, random_for(SIGNED), 100)
-
-
-def test_valid_through_the_second_of_its_expiry_and_refused_the_second_after() -> None:
-    token = seal()
-    assert state_of(token, now=EXP) == "state"
-    assert opened(token, now=EXP + 1) is rs.Reason.EXPIRED
-
-
-def test_leeway_extends_the_expiry_by_its_seconds() -> None:
-    token = seal()
-    assert state_of(token, now=EXP + 5, leeway=5) == "state"
-    assert opened(token, now=EXP + 6, leeway=5) is rs.Reason.EXPIRED
-
-
-def test_another_identity_is_refused_in_the_signed_mode_by_its_bind_tag() -> None:
-    assert opened(seal(wire=SIGNED), subject="mallory") is rs.Reason.WRONG_BINDING
-
-
-@pytest.mark.parametrize("wire", [ENCRYPTED, XCHACHA], ids=lambda wire: wire.prefix)
-def test_another_identity_fails_the_aead_tag_in_the_encrypted_modes(wire: WireMode) -> None:
-    assert opened(seal(wire=wire), subject="mallory") is rs.Reason.BAD_SIGNATURE
-
-
-def test_expiry_is_checked_before_the_binding() -> None:
-    assert opened(seal(wire=SIGNED), subject="mallory", now=EXP + 1) is rs.Reason.EXPIRED
-
-
-@pytest.mark.parametrize("b", ["G" * 64, "0" * 64, "é" * 64], ids=["not hex", "another tag", "not ascii"])
-def test_an_authentic_payload_whose_bind_tag_is_not_the_expected_one_is_wrong_binding(b: str) -> None:
-    raw = json.dumps({"s": "x", "exp": EXP, "b": b}, separators=(",", ":")).encode()
-    assert opened(signed_over(raw)) is rs.Reason.WRONG_BINDING
+def test_seal_refuses_a_token_over_the_limit_saying_by_how_much() -> None:
+    size = len(seal(SIGNED))
+    assert len(seal_token("state", SIGNED, RING, "alice", "book", NOW, TOKEN_ID, size)) == size
+    with pytest.raises(
+        ValueError, match=rf"^the token would be {size} bytes, over max_token_bytes={size - 1}$"
+    ):
+        seal_token("state", SIGNED, RING, "alice", "book", NOW, TOKEN_ID, size - 1)
 
 
 @pytest.mark.parametrize(
-    ("token", "subject", "reason"),
-    [
-        (b"v1.x", "alice", rs.Reason.MALFORMED),
-        ("v1e." + "A" * MAX, "alice", rs.Reason.TOO_LARGE),
-        ("v9.AAAA", "\0", rs.Reason.MALFORMED),
-        ("v1e.!!!!", "\0", rs.Reason.WRONG_BINDING),
-        ("v1e.!!!!", "alice", rs.Reason.MALFORMED),
-    ],
-    ids=["not a str", "too large", "prefix before identity", "identity before framing", "framing"],
+    ("subject", "tool", "error"),
+    [(None, None, TypeError), ("a\0", None, ValueError), ("{", None, ValueError)],
+    ids=["not a str", "separator", "payload-shaped"],
 )
-def test_the_checks_run_in_their_documented_order(token: object, subject: str, reason: rs.Reason) -> None:
-    assert opened(token, subject=subject) is reason
+def test_seal_refuses_an_identity_that_cannot_be_bound(
+    subject: object, tool: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="subject"):
+        seal(SIGNED, subject=subject, tool=tool)
 
 
-def test_a_token_of_a_mode_not_accepted_is_refused_by_its_prefix() -> None:
-    with pytest.raises(rs.InvalidToken, match=r"^wrong_mode$"):
-        open_token(seal(wire=XCHACHA), (SIGNED, ENCRYPTED), KEYS, "alice", "t", EXP, 0, MAX)
+# --- open_token: what it returns ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_open_returns_the_payload_and_the_mode_the_token_is_in(mode: rs.Mode) -> None:
+    payload, wire = opened(seal(WIRES[mode]))
+    assert (payload, wire) == (
+        Payload("state", NOW, ref.bind_tag(SECRET, "alice", "book"), TOKEN_ID.hex()),
+        WIRES[mode],
+    )
+
+
+def test_open_reads_a_token_without_an_id_as_mcp_d_writes_it() -> None:
+    token = ref.token("encrypted", SECRET, "state", NOW, "alice", "book", bytes(12))
+    assert opened(token)[0].id is None
+
+
+def test_open_accepts_a_token_through_exp_plus_leeway() -> None:
+    assert opened(seal(SIGNED), now=NOW + 5, leeway=5)[0].s == "state"
+
+
+# --- open_token: each check's reason, and the order they run in -----------------------------------
+
+
+@pytest.mark.parametrize("token", [None, b"v1.x.y", 5, ["v1."], b"x" * (MAX + 1)], ids=repr)
+def test_a_token_that_is_not_a_str_is_malformed_whatever_its_size(token: object) -> None:
+    assert reason(token) is rs.Reason.MALFORMED
+
+
+def test_an_oversized_token_is_too_large_before_its_prefix_is_read() -> None:
+    assert reason("x" * 101, max_bytes=100) is rs.Reason.TOO_LARGE
+
+
+def test_a_token_of_exactly_the_limit_is_read() -> None:
+    token = seal(SIGNED)
+    assert opened(token, max_bytes=len(token))[0].s == "state"
+
+
+def test_another_modes_prefix_is_wrong_mode_before_the_identity_is_checked() -> None:
+    assert reason(seal(SIGNED), wires=(ENCRYPTED,), subject="a\0") is rs.Reason.WRONG_MODE
+
+
+def test_an_invalid_identity_is_wrong_binding_even_for_a_token_that_cannot_be_decoded() -> None:
+    assert reason("v1.!!!", subject="a\0") is rs.Reason.WRONG_BINDING
+
+
+@pytest.mark.parametrize(
+    ("subject", "tool"),
+    [(None, None), ("alice", 5), (["alice"], None), ("alice", "\ud800"), ('{"s":1}', None)],
+    ids=["None", "int tool", "unhashable", "surrogate", "payload-shaped"],
+)
+def test_an_identity_of_any_type_or_shape_is_a_refusal_never_an_error(subject: object, tool: object) -> None:
+    assert reason(seal(SIGNED), subject=subject, tool=tool) is rs.Reason.WRONG_BINDING
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_a_forged_token_is_a_bad_signature_before_its_payload_is_read(mode: rs.Mode) -> None:
+    # Authenticate first: a payload that is not even JSON is never parsed.
+    assert reason(reference_token(mode, OTHER_SECRET, b"not json")) is rs.Reason.BAD_SIGNATURE
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_an_authentic_payload_that_is_not_json_is_malformed(mode: rs.Mode) -> None:
+    assert reason(reference_token(mode, SECRET, b"not json")) is rs.Reason.MALFORMED
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_a_token_is_expired_one_second_after_exp_plus_leeway(mode: rs.Mode) -> None:
+    assert reason(seal(WIRES[mode]), now=NOW + 6, leeway=5) is rs.Reason.EXPIRED
+
+
+def test_expiry_is_checked_before_binding() -> None:
+    # A signed token's tag is no AEAD input: only the payload's b says whom it is for.
+    assert reason(seal(SIGNED, subject="bob"), now=NOW + 1) is rs.Reason.EXPIRED
+
+
+@pytest.mark.parametrize(
+    "b",
+    ["0" * 64, "G" * 64, ref.bind_tag(SECRET, "alice", "book").upper(), "é" * 64],
+    ids=["another tag", "not hex", "upper-case hex", "non-ASCII"],
+)
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_an_authentic_payload_whose_b_is_not_the_bind_tag_is_wrong_binding(mode: rs.Mode, b: str) -> None:
+    # Whatever b's alphabet: compare_digest takes only ASCII, and must not raise.
+    token = reference_token(mode, SECRET, ref.payload("state", NOW, b, TOKEN_ID.hex()))
+    assert reason(token) is rs.Reason.WRONG_BINDING

@@ -1,4 +1,8 @@
-"""KeyRing.from_env never reads a secret in an encoding other than the one it was written in."""
+"""Configuration from the environment: ``KeyRing.from_env`` and ``Codec.from_env``.
+
+A secret is never read in an encoding other than the one it was written in,
+and no error message contains a secret.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,11 @@ import hashlib
 import pytest
 
 import requeststate as rs
-from tests.conftest import OTHER_SECRET, SECRET
+from tests.conftest import NOW, OTHER_SECRET, SECRET
 from tests.support.reference import b64
 
-# A secret whose standard base64 opens with "++//" (and so differs from its base64url).
-STANDARD_SECRET = bytes([0xFB, 0xEF, 0xFF]) + hashlib.sha256(b"standard base64").digest()[:31]
+# A secret whose standard base64 has both "+" and "/" (and so differs from its base64url).
+STANDARD_SECRET = hashlib.sha256(b"standard base64 3").digest()
 NAME = "MY_KEYS"
 
 
@@ -25,39 +29,40 @@ def fingerprint(secret: bytes) -> str:
 
 
 def test_the_fixture_secret_has_both_standard_base64_characters() -> None:
+    # The control for the tests below: base64url and standard base64 differ for it.
     text = base64.b64encode(STANDARD_SECRET).decode()
-    assert "+" in text
-    assert "/" in text
+    assert ("+" in text, "/" in text) == (True, True)
+
+
+# --- KeyRing.from_env: reading --------------------------------------------------------------------
+
+
+def test_secrets_are_read_newest_first() -> None:
+    ring = ring_from(f"{b64(SECRET)},{b64(OTHER_SECRET)}")
+    assert repr(ring) == f"KeyRing(keys=2, minting={fingerprint(SECRET)!r})"
+
+
+def test_padding_and_spaces_around_each_secret_are_accepted() -> None:
+    padded = base64.urlsafe_b64encode(SECRET).decode()
+    assert padded.endswith("=")
+    ring = ring_from(f" {padded} , {b64(OTHER_SECRET)}")
+    assert repr(ring) == f"KeyRing(keys=2, minting={fingerprint(SECRET)!r})"
+
+
+def test_the_variable_defaults_to_requeststate_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REQUESTSTATE_KEYS", b64(SECRET))
+    assert rs.KeyRing.from_env().fingerprint == fingerprint(SECRET)
 
 
 def test_default_reads_base64url_as_keygen_prints_it() -> None:
     assert ring_from(b64(STANDARD_SECRET)).fingerprint == fingerprint(STANDARD_SECRET)
 
 
-def test_default_refuses_standard_base64_naming_the_option() -> None:
-    text = base64.b64encode(STANDARD_SECRET).decode()
-    with pytest.raises(
-        ValueError, match=r"^MY_KEYS: secret 0 looks like standard base64 .*encoding='base64'"
-    ):
-        ring_from(text)
-
-
-def test_default_refuses_64_hex_digits_naming_the_option() -> None:
-    # 64 hex digits are valid base64url too: read so, they would be 48 other bytes.
-    with pytest.raises(ValueError, match=r"^MY_KEYS: secret 1 looks like hex, .*encoding='hex'"):
-        ring_from(f"{b64(OTHER_SECRET)},{SECRET.hex()}")
-
-
-def test_default_refuses_upper_case_hex_too() -> None:
-    with pytest.raises(ValueError, match="looks like hex"):
-        ring_from(SECRET.hex().upper())
-
-
-def test_hint_never_contains_the_value() -> None:
-    text = SECRET.hex()
-    with pytest.raises(ValueError, match="looks like hex") as caught:
-        ring_from(text)
-    assert text not in str(caught.value)
+def test_a_trailing_x_of_a_secret_is_kept() -> None:
+    # 33 bytes: base64url "...X" with no padding and no unused bits.
+    secret = hashlib.sha256(b"trailing x").digest() + b"\x17"
+    assert b64(secret).endswith("X")
+    assert ring_from(b64(secret)).fingerprint == fingerprint(secret)
 
 
 def test_explicit_base64url_reads_64_hex_digits_as_base64url() -> None:
@@ -70,34 +75,211 @@ def test_encoding_hex_reads_the_32_bytes_the_hex_spells() -> None:
     assert ring_from(SECRET.hex(), encoding="hex").fingerprint == fingerprint(SECRET)
 
 
-def test_encoding_hex_refuses_an_odd_number_of_digits() -> None:
-    with pytest.raises(ValueError, match=r"^MY_KEYS: secret 0 is not hex$"):
-        ring_from(SECRET.hex() + "0", encoding="hex")
+def test_encoding_hex_reads_upper_case_digits() -> None:
+    assert ring_from(SECRET.hex().upper(), encoding="hex").fingerprint == fingerprint(SECRET)
 
 
-def test_encoding_hex_refuses_spaces_inside_the_value() -> None:
-    # bytes.fromhex alone would skip them.
-    with pytest.raises(ValueError, match=r"^MY_KEYS: secret 0 is not hex$"):
-        ring_from(SECRET.hex()[:32] + " " + SECRET.hex()[32:], encoding="hex")
-
-
-def test_encoding_base64_reads_standard_base64_padded_or_not() -> None:
-    padded = base64.b64encode(STANDARD_SECRET + b"x").decode()
+@pytest.mark.parametrize("tail", [b"xy", b"xyz"], ids=["two '='", "one '='"])
+def test_encoding_base64_reads_standard_base64_padded_or_not(tail: bytes) -> None:
+    secret = STANDARD_SECRET + tail
+    padded = base64.b64encode(secret).decode()
     assert padded.endswith("=")
     for text in (padded, padded.rstrip("=")):
-        assert ring_from(text, encoding="base64").fingerprint == fingerprint(STANDARD_SECRET + b"x")
+        assert ring_from(text, encoding="base64").fingerprint == fingerprint(secret)
 
 
-def test_encoding_base64_refuses_base64url() -> None:
-    with pytest.raises(ValueError, match=r"^MY_KEYS: secret 0 is not base64$"):
-        ring_from(b64(STANDARD_SECRET), encoding="base64")
+def test_the_aesgcm_limit_reaches_the_ring() -> None:
+    ring = ring_from(b64(SECRET), aesgcm_limit=1)
+    rs.encode("x", ring, mode="encrypted")
+    with pytest.raises(rs.KeyBudgetExhausted, match="has sealed its limit of 1"):
+        rs.encode("x", ring, mode="encrypted")
 
 
-def test_encoding_base64url_refuses_standard_base64() -> None:
-    with pytest.raises(ValueError, match=r"^MY_KEYS: secret 0 is not base64url$"):
-        ring_from(base64.b64encode(STANDARD_SECRET).decode(), encoding="base64url")
+def test_the_warn_share_reaches_the_ring(caplog: pytest.LogCaptureFixture) -> None:
+    ring = ring_from(b64(SECRET), aesgcm_limit=10, aesgcm_warn_share=0.1)
+    with caplog.at_level("WARNING", logger="requeststate"):
+        rs.encode("x", ring, mode="encrypted")
+    assert len(caplog.records) == 1
+
+
+# --- KeyRing.from_env: refusals -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [None, "", "  "], ids=["unset", "empty", "blank"])
+def test_an_unset_variable_is_refused_saying_how_to_make_a_secret(value: str | None) -> None:
+    environ = {} if value is None else {NAME: value}
+    with pytest.raises(
+        ValueError,
+        match=r"^MY_KEYS is not set: set it to base64url secrets separated by commas, newest first "
+        r"\(generate one with: requeststate keygen\)$",
+    ):
+        rs.KeyRing.from_env(NAME, environ=environ)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("not base64!", r"^MY_KEYS: secret 0 is not base64url$"),
+        (f"{b64(SECRET)},a+b/", r"^MY_KEYS: secret 1 looks like standard base64"),
+        (b64(STANDARD_SECRET[:16]), r"^MY_KEYS: secret 0 is 16 bytes; each secret must be at least 32"),
+        (f"{b64(SECRET)},{b64(SECRET)}", r"^MY_KEYS: secret 1 repeats an earlier secret$"),
+        (f"{b64(SECRET)},", r"^MY_KEYS: secret 1 is 0 bytes"),
+        (b64(b"k" * 32), r"^MY_KEYS: secret 0 is one byte repeated, not secret randomness"),
+    ],
+    ids=["not base64url", "standard base64", "short", "repeated", "empty item", "low entropy"],
+)
+def test_an_unusable_secret_is_refused_naming_the_variable_and_position_never_the_value(
+    value: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message) as caught:
+        ring_from(value)
+    assert b64(SECRET) not in str(caught.value)
+    assert b64(STANDARD_SECRET[:16]) not in str(caught.value)
+
+
+@pytest.mark.parametrize("character", ["+", "/"])
+def test_default_refuses_standard_base64_naming_the_option(character: str) -> None:
+    # One character of the standard alphabet is enough to tell.
+    text = base64.urlsafe_b64encode(STANDARD_SECRET).decode()
+    text = text[:10] + character + text[11:]
+    with pytest.raises(
+        ValueError,
+        match=r"^MY_KEYS: secret 0 looks like standard base64 \('\+' or '/'\), not base64url: "
+        r"pass encoding='base64' \(on the command line: --key-encoding base64\) to read it so, "
+        r"or use a secret from requeststate keygen$",
+    ):
+        ring_from(text)
+
+
+def test_default_refuses_64_hex_digits_naming_the_option() -> None:
+    # 64 hex digits are valid base64url too: read so, they would be 48 other bytes.
+    with pytest.raises(
+        ValueError,
+        match=r"^MY_KEYS: secret 1 looks like hex, which base64url would misread: pass encoding='hex' "
+        r"\(on the command line: --key-encoding hex\) to read it so, "
+        r"or use a secret from requeststate keygen$",
+    ):
+        ring_from(f"{b64(OTHER_SECRET)},{SECRET.hex()}")
+
+
+def test_default_refuses_upper_case_hex_too() -> None:
+    with pytest.raises(ValueError, match=r"^MY_KEYS: secret 0 looks like hex"):
+        ring_from(SECRET.hex().upper())
+
+
+def test_default_reads_63_hex_digits_as_the_base64url_they_also_are() -> None:
+    # Fewer than 64 digits cannot be a 32-byte hex secret: the text is base64url.
+    text = SECRET.hex()[:62] + "0"
+    assert ring_from(text).fingerprint == fingerprint(base64.urlsafe_b64decode(text + "="))
+
+
+def test_the_hint_never_contains_the_value() -> None:
+    text = SECRET.hex()
+    with pytest.raises(ValueError, match="looks like hex") as caught:
+        ring_from(text)
+    assert text not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        (SECRET.hex() + "0", "hex"),
+        (SECRET.hex()[:32] + " " + SECRET.hex()[32:], "hex"),  # bytes.fromhex alone would skip it
+        (SECRET.hex()[:-1] + "g", "hex"),
+        (b64(STANDARD_SECRET), "base64"),
+        (base64.b64encode(STANDARD_SECRET).decode(), "base64url"),
+    ],
+    ids=["odd hex digits", "space in hex", "not a hex digit", "base64url as base64", "base64 as base64url"],
+)
+def test_a_secret_not_in_the_named_encoding_is_refused(text: str, encoding: str) -> None:
+    with pytest.raises(ValueError, match=rf"^MY_KEYS: secret 0 is not {encoding}$"):
+        ring_from(text, encoding=encoding)
 
 
 def test_an_unknown_encoding_is_refused_naming_the_choices() -> None:
-    with pytest.raises(ValueError, match="encoding must be one of 'base64url', 'base64', 'hex', got 'utf-8'"):
+    with pytest.raises(
+        ValueError, match=r"^encoding must be one of 'base64url', 'base64', 'hex', got 'utf-8'$"
+    ):
         ring_from(b64(SECRET), encoding="utf-8")
+
+
+# --- Codec.from_env -------------------------------------------------------------------------------
+
+KEYS = {"REQUESTSTATE_KEYS": b64(SECRET)}
+
+
+def test_codec_from_env_reads_the_keys_and_defaults_to_encrypted_five_minute_tokens() -> None:
+    codec = rs.Codec.from_env(environ=KEYS)
+    assert (codec.keys.fingerprint, codec.modes, codec.ttl) == (
+        fingerprint(SECRET),
+        (rs.Mode.ENCRYPTED,),
+        300,
+    )
+
+
+def test_codec_from_env_takes_mode_and_ttl_when_the_variables_are_unset() -> None:
+    codec = rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_TTL": " "}, mode="xchacha", ttl=77)
+    assert (codec.modes, codec.ttl) == ((rs.Mode.XCHACHA,), 77)
+
+
+def test_codec_from_env_variables_win_over_mode_and_ttl() -> None:
+    environ = {**KEYS, "REQUESTSTATE_MODE": " signed , encrypted ", "REQUESTSTATE_TTL": " 60 "}
+    codec = rs.Codec.from_env(environ=environ, mode="xchacha", ttl=77)
+    assert (codec.modes, codec.ttl) == ((rs.Mode.SIGNED, rs.Mode.ENCRYPTED), 60)
+
+
+def test_codec_from_env_passes_the_other_options_on() -> None:
+    guard = rs.MemoryGuard()
+    codec = rs.Codec.from_env(environ=KEYS, leeway=3, guard=guard)
+    token = codec.encode("x", now=NOW)
+    assert codec.decode(token, now=NOW + 303) == "x"
+    assert codec.decode(token, now=NOW + 303) is None
+
+
+def test_codec_from_env_reads_the_process_environment_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REQUESTSTATE_KEYS", b64(OTHER_SECRET))
+    monkeypatch.setenv("REQUESTSTATE_MODE", "signed")
+    monkeypatch.setenv("REQUESTSTATE_TTL", "61")
+    codec = rs.Codec.from_env()
+    assert (codec.keys.fingerprint, codec.modes, codec.ttl) == (
+        fingerprint(OTHER_SECRET),
+        (rs.Mode.SIGNED,),
+        61,
+    )
+
+
+def test_codec_from_env_without_keys_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ValueError, match=r"^REQUESTSTATE_KEYS is not set: "):
+        rs.Codec.from_env(environ={"REQUESTSTATE_MODE": "signed"})
+
+
+@pytest.mark.parametrize("mode", ["aes", "signed,", ",", "signed,rot13"])
+def test_codec_from_env_refuses_an_unknown_mode_saying_how_to_set_it(mode: str) -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^REQUESTSTATE_MODE must name modes among signed, encrypted, xchacha, comma-separated "
+        rf"while migrating \(the first mints\), got '{mode}': set it as REQUESTSTATE_MODE=encrypted, "
+        r"or REQUESTSTATE_MODE=encrypted,signed$",
+    ):
+        rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_MODE": mode})
+
+
+@pytest.mark.parametrize("ttl", ["0", "86401", "1e3", "-5", "1.5", "\u0663", "300s"])
+def test_codec_from_env_refuses_a_ttl_that_is_not_whole_seconds_up_to_a_day(ttl: str) -> None:
+    with pytest.raises(
+        ValueError,
+        match=rf"^REQUESTSTATE_TTL must be whole seconds from 1 to 86400 \(a day\), got '{ttl}': "
+        r"set it as REQUESTSTATE_TTL=300, for five minutes$",
+    ):
+        rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_TTL": ttl})
+
+
+@pytest.mark.parametrize("ttl", [1, 86_400])
+def test_codec_from_env_accepts_a_ttl_from_a_second_to_a_day(ttl: int) -> None:
+    assert rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_TTL": str(ttl)}).ttl == ttl
+
+
+@pytest.mark.parametrize(("name", "shown"), [("REQUESTSTATE_TTL", 20), ("REQUESTSTATE_MODE", 60)])
+def test_codec_from_env_shows_only_the_start_of_a_long_bad_value(name: str, shown: int) -> None:
+    with pytest.raises(ValueError, match=rf"got '7{{{shown}}}': "):
+        rs.Codec.from_env(environ={**KEYS, name: "7" * 100})

@@ -7,7 +7,6 @@ decodes it into a ``verify``/``decode`` call and checks it. No atheris needed.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -23,17 +22,13 @@ def test_corpus_input_keeps_every_property(path: Path) -> None:
     check_input(path.read_bytes())
 
 
-def test_corpus_is_small() -> None:
-    assert len(CORPUS_FILES) <= 50
-    assert all(path.stat().st_size < 4096 for path in CORPUS_FILES)
-
-
 def test_every_seed_keeps_every_property() -> None:
     for data in seed_inputs():
         check_input(data)
 
 
 def test_seeds_cover_every_mode_accepted_and_guarded() -> None:
+    # The control for the replays above: they exercise what they are meant to.
     cases = [case_of(data) for data in seed_inputs()]
     minted = [
         case.minted[case.token] for case in cases if isinstance(case.token, str) and case.token in case.minted
@@ -41,13 +36,3 @@ def test_seeds_cover_every_mode_accepted_and_guarded() -> None:
     assert {how.mode for how in minted} == {"signed", "encrypted", "xchacha"}
     assert any(case.guard for case in cases)
     assert any(not isinstance(case.token, str) for case in cases)
-
-
-def test_fuzz_runner_skips_loudly_without_atheris(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from fuzz import run
-
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    assert run.main(["--seconds", "1"]) == 0
-    assert "SKIPPED: atheris is not installed" in capsys.readouterr().out

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import threading
-from collections import Counter
-
 import pytest
 
 from requeststate._guard import GuardUnavailable, MemoryGuard
@@ -63,7 +60,9 @@ def test_full_guard_fails_closed() -> None:
     guard = MemoryGuard(capacity=2)
     guard.claim("a", NOW + 300, NOW)
     guard.claim("b", NOW + 300, NOW)
-    with pytest.raises(GuardUnavailable, match="full"):
+    with pytest.raises(
+        GuardUnavailable, match=r"^MemoryGuard is full: 2 ids have not expired yet \(raise its capacity\)$"
+    ):
         guard.claim("c", NOW + 300, NOW)
 
 
@@ -76,7 +75,7 @@ def test_full_guard_still_recognises_a_replay() -> None:
 def test_full_guard_keeps_its_live_ids() -> None:
     guard = MemoryGuard(capacity=1)
     guard.claim(ID, NOW + 300, NOW)
-    with pytest.raises(GuardUnavailable):
+    with pytest.raises(GuardUnavailable, match=r"^MemoryGuard is full"):
         guard.claim(OTHER_ID, NOW + 300, NOW)
     assert guard.claim(ID, NOW + 300, NOW + 300) is False
 
@@ -106,18 +105,6 @@ def test_capacity_defaults_to_one_hundred_thousand() -> None:
     assert MemoryGuard().capacity == 100_000
 
 
-@pytest.mark.parametrize("capacity", [0, -1])
-def test_capacity_must_be_positive(capacity: int) -> None:
-    with pytest.raises(ValueError, match=r"^capacity must be an int from 1 to 2\*\*63-1, got -?[01]$"):
-        MemoryGuard(capacity)
-
-
-@pytest.mark.parametrize("capacity", [1.5, "10", True, None])
-def test_capacity_must_be_an_int(capacity: object) -> None:
-    with pytest.raises(TypeError, match="capacity must be an int"):
-        MemoryGuard(capacity)  # type: ignore[arg-type]
-
-
 def test_repr_shows_capacity_and_size_only() -> None:
     guard = MemoryGuard(capacity=5)
     guard.claim(ID, NOW + 300, NOW)
@@ -127,39 +114,13 @@ def test_repr_shows_capacity_and_size_only() -> None:
 def test_full_error_does_not_name_the_id() -> None:
     guard = MemoryGuard(capacity=1)
     guard.claim(OTHER_ID, NOW + 300, NOW)
-    with pytest.raises(GuardUnavailable) as caught:
+    with pytest.raises(GuardUnavailable, match=r"^MemoryGuard is full") as caught:
         guard.claim(ID, NOW + 300, NOW)
     assert ID not in str(caught.value)
     assert OTHER_ID not in str(caught.value)
 
 
-def test_threads_racing_on_the_same_ids_claim_each_exactly_once() -> None:
-    ids = [f"id-{n}" for n in range(2_000)]
-    threads = 8
-    guard = MemoryGuard(capacity=len(ids))
-    start = threading.Barrier(threads)
-    won: list[list[str]] = [[] for _ in range(threads)]
-
-    def redeem(index: int) -> None:
-        order = ids if index % 2 == 0 else ids[::-1]
-        start.wait(timeout=10)
-        won[index] = [token_id for token_id in order if guard.claim(token_id, NOW + 300, NOW)]
-
-    workers = [threading.Thread(target=redeem, args=(index,)) for index in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=30)
-    wins = Counter(token_id for winner in won for token_id in winner)
-    assert wins == Counter(ids)
-
-
-# --- errors name what was given; the clock; a full guard ------------------------------------
-
-
-def test_capacity_type_error_names_the_type_given() -> None:
-    with pytest.raises(TypeError, match=r"^capacity must be an int, not float$"):
-        MemoryGuard(1.5)  # type: ignore[arg-type]
+# --- the clocks; a full guard ------------------------------------------------------------------
 
 
 def test_a_clock_stepping_forward_then_back_cannot_replay_a_live_id() -> None:
@@ -216,11 +177,6 @@ def test_a_full_guard_warns_once_until_it_has_room_again(caplog: pytest.LogCaptu
     assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 2
 
 
-def test_monotonic_must_be_callable() -> None:
-    with pytest.raises(TypeError, match="monotonic must be a callable"):
-        MemoryGuard(monotonic=1.0)  # type: ignore[arg-type]
-
-
 def test_a_purge_clock_gains_nothing_while_the_monotonic_clock_stands_still() -> None:
     monotonic = _SteadyClock()
     monotonic.seconds = 1000.0  # a monotonic clock need not start at zero
@@ -233,6 +189,7 @@ def test_a_purge_clock_gains_nothing_while_the_monotonic_clock_stands_still() ->
     assert len(guard) == 2
 
 
-def test_monotonic_error_states_the_requirement() -> None:
+@pytest.mark.parametrize("monotonic", [None, 1.0])
+def test_a_monotonic_clock_that_is_not_callable_is_refused_stating_the_requirement(monotonic: object) -> None:
     with pytest.raises(TypeError, match=r"^monotonic must be a callable returning seconds$"):
-        MemoryGuard(monotonic=None)  # type: ignore[arg-type]
+        MemoryGuard(monotonic=monotonic)  # type: ignore[arg-type]

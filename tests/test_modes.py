@@ -1,11 +1,15 @@
+"""The mode registry: names to wire formats, and a token's prefix to its mode."""
+
 from __future__ import annotations
 
 import pytest
 
 import requeststate as rs
 from requeststate._encrypted import ENCRYPTED, XCHACHA
-from requeststate._modes import MODE_BY_PREFIX, mode_of, modes_from_env, wire_for, wire_modes
+from requeststate._modes import MODE_BY_PREFIX, WireMode, mode_of, wire_for, wire_modes
 from requeststate._signed import SIGNED
+
+EVERY_WIRE: tuple[WireMode, ...] = (SIGNED, ENCRYPTED, XCHACHA)
 
 
 @pytest.mark.parametrize(
@@ -16,19 +20,21 @@ from requeststate._signed import SIGNED
         ("v1x.AAAA", rs.Mode.XCHACHA),
         ("v1e", None),
         ("v2.AAAA", None),
+        ("V1.AAAA", None),
         ("", None),
+        ("AAAA", None),
     ],
 )
 def test_mode_of_names_the_mode_a_prefix_names(token: str, mode: rs.Mode | None) -> None:
     assert mode_of(token) is mode
 
 
-def test_the_table_ties_each_prefix_to_its_wire_format() -> None:
-    assert {prefix: wire_modes(mode)[1] for prefix, mode in MODE_BY_PREFIX.items()} == {
-        "v1.": (SIGNED,),
-        "v1e.": (ENCRYPTED,),
-        "v1x.": (XCHACHA,),
-    }
+@pytest.mark.parametrize(
+    ("name", "wire"),
+    [("signed", SIGNED), ("encrypted", ENCRYPTED), ("xchacha", XCHACHA), (rs.Mode.XCHACHA, XCHACHA)],
+)
+def test_each_mode_name_is_its_wire_format(name: rs.ModeSpec, wire: object) -> None:
+    assert wire_modes(name) == ((rs.Mode(name),), (wire,))
 
 
 def test_wire_modes_keeps_the_order_and_drops_repeats() -> None:
@@ -39,39 +45,76 @@ def test_wire_modes_keeps_the_order_and_drops_repeats() -> None:
 
 
 @pytest.mark.parametrize(
-    ("token", "reason"),
+    ("modes", "message"),
     [
-        ("v1.x", rs.Reason.WRONG_MODE),
-        ("v1x.x", rs.Reason.WRONG_MODE),
-        ("v9.x", rs.Reason.MALFORMED),
-        ("v1", rs.Reason.MALFORMED),
+        ("SIGNED", r"^mode must be a Mode or one of 'signed', 'encrypted', 'xchacha', got 'SIGNED'$"),
+        ("v1.", r"^mode must be a Mode or one of 'signed', 'encrypted', 'xchacha', got 'v1.'$"),
+        (None, r"^mode must be a Mode or one of .*, got None$"),
+        (["signed"], r"^mode must be a Mode or one of .*, got \['signed'\]$"),
+        (("signed", 1), r"^mode must be a Mode or one of .*, got 1$"),
+        ((), r"^mode must name at least one Mode$"),
+    ],
+    ids=["upper case", "a prefix", "None", "a list", "a tuple with a stranger", "empty tuple"],
+)
+def test_an_unknown_mode_is_refused_listing_the_choices(modes: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        wire_modes(modes)
+
+
+def test_each_prefix_names_its_wire_format() -> None:
+    assert {prefix: wire_modes(mode)[1] for prefix, mode in MODE_BY_PREFIX.items()} == {
+        "v1.": (SIGNED,),
+        "v1e.": (ENCRYPTED,),
+        "v1x.": (XCHACHA,),
+    }
+
+
+def test_no_prefix_starts_another() -> None:
+    # A token goes to the first allowed mode whose prefix it starts with.
+    for prefix in MODE_BY_PREFIX:
+        assert [other for other in MODE_BY_PREFIX if other.startswith(prefix)] == [prefix]
+
+
+@pytest.mark.parametrize("token", ["v1.x", "v1e.x", "v1x.x", "v1.", "v1e."])
+def test_wire_for_finds_the_wire_of_a_tokens_prefix_among_all(token: str) -> None:
+    assert wire_for(token, EVERY_WIRE).prefix == token[: token.index(".") + 1]
+
+
+@pytest.mark.parametrize(
+    ("token", "wires"),
+    [
+        ("v1.x", (ENCRYPTED, XCHACHA)),
+        ("v1e.x", (SIGNED,)),
+        ("v1x.x", (SIGNED, ENCRYPTED)),
+        ("v1e..", (SIGNED,)),
+        ("v1..", (ENCRYPTED,)),
+        ("v1x." + "A" * 100_000, (SIGNED,)),
     ],
 )
-def test_an_unexpected_prefix_is_wrong_mode_only_when_it_is_one_of_ours(
-    token: str, reason: rs.Reason
-) -> None:
-    with pytest.raises(rs.InvalidToken) as refused:
-        wire_for(token, (ENCRYPTED,))
-    assert refused.value.reason is reason
+def test_another_known_prefix_is_wrong_mode(token: str, wires: tuple[WireMode, ...]) -> None:
+    with pytest.raises(rs.InvalidToken, match=r"^wrong_mode$"):
+        wire_for(token, wires)
 
 
-def test_a_token_is_routed_to_the_mode_its_prefix_names_among_those_accepted() -> None:
-    assert wire_for("v1x.AAAA", (ENCRYPTED, XCHACHA)) is XCHACHA
-    assert wire_for("v1.AAAA.BBBB", (SIGNED,)) is SIGNED
-
-
-def test_the_environment_names_one_mode_or_a_migration() -> None:
-    assert modes_from_env({}, "signed") == "signed"
-    assert modes_from_env({"REQUESTSTATE_MODE": " "}, "signed") == "signed"
-    assert modes_from_env({"REQUESTSTATE_MODE": "xchacha"}, "signed") == ("xchacha",)
-    assert modes_from_env({"REQUESTSTATE_MODE": "encrypted, signed"}, "xchacha") == ("encrypted", "signed")
-
-
-@pytest.mark.parametrize("value", ["encryptd", "encrypted,", ",signed"])
-def test_a_mode_the_environment_misspells_names_the_variable_and_the_fix(value: str) -> None:
-    with pytest.raises(
-        ValueError,
-        match=r"^REQUESTSTATE_MODE must name modes among signed, encrypted, xchacha, .* "
-        r"set it as REQUESTSTATE_MODE=encrypted, or REQUESTSTATE_MODE=encrypted,signed$",
-    ):
-        modes_from_env({"REQUESTSTATE_MODE": value}, "signed")
+@pytest.mark.parametrize(
+    "token",
+    [
+        "v9.x",
+        "v1",
+        "v1e",
+        "v1x",
+        "v1ex",
+        "v1e-",
+        "v1e?AAAA",
+        ".v1.",
+        ".v1e.x",
+        "x.v1e.x",
+        "v1xe.abc",
+        "V1.abc",
+        "v1e" + "A" * 100 + ".x",
+        "",
+    ],
+)
+def test_a_prefix_that_is_no_modes_is_malformed(token: str) -> None:
+    with pytest.raises(rs.InvalidToken, match=r"^malformed$"):
+        wire_for(token, EVERY_WIRE)

@@ -2,7 +2,11 @@
 
 Each ``assert_type`` states what a caller's type checker must infer; a
 ``type: ignore`` line states a call it must refuse (mypy's
-``warn_unused_ignores`` fails the run if the call is accepted).
+``warn_unused_ignores`` and pyright's ``reportUnnecessaryTypeIgnoreComment``
+fail the run if the call is accepted).
+
+``type=`` is typed by a TypeVar whose default is ``str`` (PEP 696): without
+it the state is its JSON text, with it the type named.
 """
 
 from __future__ import annotations
@@ -18,27 +22,47 @@ class Booking(msgspec.Struct):
     step: int
 
 
-async def check_public_api(keys: rs.KeyRing, token: str, guard: rs.AsyncGuard) -> None:
+async def check_codec(keys: rs.KeyRing, token: str, guard: rs.AsyncGuard) -> None:
     codec = rs.Codec(keys, mode="encrypted")
     assert_type(codec.encode({"step": 1}, subject="alice", tool="book"), str)
     assert_type(codec.decode(token, subject="alice"), str | None)
     assert_type(codec.decode(token, type=Booking), Booking | None)
+    assert_type(codec.decode(token, type=dict[str, int]), dict[str, int] | None)
     assert_type(codec.verify(token), str)
     assert_type(codec.verify(token, type=Booking), Booking)
+    assert_type(await codec.adecode(token), str | None)
     assert_type(await codec.adecode(token, type=Booking), Booking | None)
     assert_type(await codec.averify(token), str)
+    assert_type(await codec.averify(token, type=list[int]), list[int])
     assert_type(codec.modes, tuple[rs.Mode, ...])
     assert_type(codec.keys, rs.KeyRing)
+    assert_type(codec.guard, rs.Guard | rs.AsyncGuard | None)
+    assert_type(rs.Codec(keys, mode=("signed", rs.Mode.ENCRYPTED), ttl=60, guard=guard), rs.Codec)
+    assert_type(rs.Codec.from_env(mode="xchacha", ttl=60), rs.Codec)
 
+
+def check_functions(keys: rs.KeyRing, token: str) -> None:
     assert_type(rs.encode("s", keys, mode="signed"), str)
+    assert_type(rs.encode({"step": 1}, b"secret bytes", mode=rs.Mode.XCHACHA, ttl=60), str)
     assert_type(rs.decode(token, keys, mode=("signed", rs.Mode.ENCRYPTED)), str | None)
     assert_type(rs.decode(token, keys, mode="xchacha", type=Booking), Booking | None)
+    assert_type(rs.verify(token, keys, mode="signed"), str)
     assert_type(rs.verify(token, keys, mode="signed", type=list[int]), list[int])
-    assert_type(await rs.Codec(keys, mode="encrypted", guard=guard).adecode(token), str | None)
-    assert_type(rs.Codec.from_env(mode="signed"), rs.Codec)
 
+
+def check_options(options: rs.CodecOptions) -> None:
+    assert_type(rs.Codec(rs.KeyRing.ephemeral(), mode="signed", **options), rs.Codec)
+
+
+def check_refused(keys: rs.KeyRing, token: str) -> None:
+    codec = rs.Codec(keys, mode="signed")
     rs.Codec(keys, mode="encrypt")  # type: ignore[arg-type]  # a typo in the mode
     rs.decode(token, keys, mode="aes")  # type: ignore[arg-type]
-    codec.decode(token, subjct="alice")  # type: ignore[call-arg]  # a typo in an argument
-    rs.decode(token, keys, mode="signed", tll=300)  # type: ignore[call-arg]  # a typo in an option
+    rs.decode(token, keys)  # type: ignore[call-arg]  # the mode is required
+    codec.decode(token, subjct="alice")  # type: ignore[call-arg]  # a typo in a keyword
+    rs.Codec(keys, mode="signed", tll=60)  # type: ignore[call-arg]  # a typo in an option
+    rs.encode("s", keys, mode="signed", tll=60)  # type: ignore[call-arg]
     rs.Codec(keys, mode="signed", ttl="300")  # type: ignore[arg-type]
+    rs.verify(token, keys, mode="signed", leeway=1.5)  # type: ignore[arg-type]
+    codec.verify(token=token)  # type: ignore[call-arg]  # the token is positional-only
+    rs.KeyRing("a str secret")  # type: ignore[arg-type]
