@@ -72,8 +72,11 @@ def test_an_untouched_token_is_accepted(mode: rs.Mode, state: str) -> None:
 @given(mode=modes, state=state_text, data=st.data())
 def test_any_single_character_change_is_refused(mode: rs.Mode, state: str, data: st.DataObject) -> None:
     token = _minted(mode, state)
+    # Every draw's bounds are fixed by the state alone, never by the token's random bytes:
+    # hypothesis replays a failing example, and the token differs each time it is minted.
     index = data.draw(st.integers(0, len(token) - 1))
-    char = data.draw(st.sampled_from(B64_CHARS).filter(lambda c: c != token[index]))
+    shift = data.draw(st.integers(1, len(B64_CHARS) - 1))
+    char = B64_CHARS[(B64_CHARS.find(token[index]) + shift) % len(B64_CHARS)]
     assert _refused(token[:index] + char + token[index + 1 :], mode)
 
 
