@@ -65,8 +65,8 @@ DEFINITIONS: Final = (
     "Replay guard cost: decode (or adecode, awaited one call at a time) of a fresh valid token per call, "
     "minted before the clock starts, 64 B state; each sample a batch of decodes, GC off, the cases of a "
     "group interleaved. Added = guarded minus unguarded time of the same call, best - best and "
-    "median - median. Redis: a loopback redis-server the run starts without persistence (SET NX EX "
-    "per claim, one round trip). Memory per held id: traced bytes a MemoryGuard keeps after decode "
+    "median - median. Redis: a loopback redis-server the run starts without persistence (one claim "
+    "script per claim, SET NX EX and the loss marker's read, one round trip). Memory per held id: traced bytes a MemoryGuard keeps after decode "
     "claimed N fresh tokens (dict and heap entries, the id string), divided by N.",
     "Redis claims: RedisGuard.claim (one after another) and AsyncRedisGuard.claim "
     f"({ASYNC_CONCURRENCY} at a time in one event loop) of fresh ids on loopback: one redis-server, a "
