@@ -105,15 +105,19 @@ async def stdio(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await incoming_writer.aclose()  # the server is gone: the session sees the connection end
 
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(guarded_read)
-        tasks.start_soon(write)
-        try:
-            yield incoming, outgoing
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _stop(process, at_once=broken)
-            tasks.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(guarded_read)
+            tasks.start_soon(write)
+            try:
+                yield incoming, outgoing
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(process, at_once=broken)
+                tasks.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _release(process)
 
 
 async def _stop(process: Process, *, at_once: bool) -> None:
@@ -133,6 +137,17 @@ async def _stop(process: Process, *, at_once: bool) -> None:
             from mcp.os.posix.utilities import terminate_posix_process_tree
 
             await terminate_posix_process_tree(process, _GRACE)
+
+
+async def _release(process: Process) -> None:
+    """Once the reader is gone, read the server's stdout to its end, then reap the process.
+
+    A reader that stopped early (a session done with an endless listing) leaves the pipe paused
+    with data in it; it closes only at its end of file, and the server is gone, so the rest is short."""
+    assert process.stdout is not None
+    with anyio.move_on_after(_GRACE), suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        async for _ in process.stdout:
+            pass
     with anyio.move_on_after(_GRACE), suppress(OSError):
         await process.aclose()
 
