@@ -59,6 +59,7 @@ from tests.support.mcp_flow import (
     bounded,
     connect,
     echo,
+    echo_refused,
     finish,
     first_round,
     leaks_reason,
@@ -149,9 +150,7 @@ async def test_tampered_echo_is_refused_before_the_handler(
     async def run() -> None:
         async with connect(built) as client:
             token = await first_round(client)
-            with pytest.raises(MCPError) as error:
-                await echo(client, tamper(token))
-            assert_frozen(error)
+            await echo_refused(client, tamper(token))
 
     await bounded(run)
     assert built.seen == [None]
@@ -166,9 +165,7 @@ async def test_echo_from_another_user_is_refused(tier: Tier, shape: Shape, mode:
             built.auth.subject = "alice"
             token = await first_round(client)
             built.auth.subject = "bob"
-            with pytest.raises(MCPError) as error:
-                await echo(client, token)
-            assert_frozen(error)
+            await echo_refused(client, token)
 
     await bounded(run)
     assert built.seen == [None]
@@ -182,9 +179,7 @@ async def test_anonymous_token_is_refused_once_a_user_is_authenticated(shape: Sh
         async with connect(built) as client:
             token = await first_round(client)
             built.auth.subject = "alice"
-            with pytest.raises(MCPError) as error:
-                await echo(client, token)
-            assert_frozen(error)
+            await echo_refused(client, token)
 
     await bounded(run)
     assert built.seen == [None]
@@ -223,9 +218,7 @@ async def test_echo_replayed_into_another_tool_is_refused(
     async def run() -> None:
         async with connect(built) as client:
             token = await first_round(client, "wizard")
-            with pytest.raises(MCPError) as error:
-                await echo(client, token, "other")
-            assert_frozen(error)
+            await echo_refused(client, token, "other")
 
     await bounded(run)
     assert built.seen == [None]
@@ -282,9 +275,7 @@ async def test_expired_echo_is_refused(tier: Tier, shape: Shape, mode: rs.ModeNa
     async def run() -> None:
         async with connect(built) as client:
             token = await first_round(client)
-            with pytest.raises(MCPError) as error:
-                await echo(client, _expired_copy(token, shape, mode))
-            assert_frozen(error)
+            await echo_refused(client, _expired_copy(token, shape, mode))
 
     await bounded(run)
     assert built.seen == [None]
@@ -310,9 +301,7 @@ async def test_token_past_its_ttl_is_refused_by_an_injected_clock(mode: rs.ModeN
         async with connect(built) as client:
             token = await first_round(client)
             clock[0] += 61
-            with pytest.raises(MCPError) as error:
-                await echo(client, token)
-            assert_frozen(error)
+            await echo_refused(client, token)
 
     await bounded(run)
     assert seen == [None]
@@ -325,9 +314,7 @@ async def test_garbage_and_non_string_echoes_are_refused(shape: Shape) -> None:
     async def run() -> None:
         async with connect(built) as client:
             for bogus in ("", "garbage", "v1e.AAAA", "v1." + "A" * 100):
-                with pytest.raises(MCPError) as error:
-                    await echo(client, bogus)
-                assert_frozen(error)
+                await echo_refused(client, bogus)
 
     await bounded(run)
     assert built.seen == []
@@ -458,9 +445,7 @@ async def test_guard_refuses_a_second_redemption() -> None:
         async with connect(built) as client:
             token = await first_round(client)
             assert isinstance(await echo(client, token), InputRequiredResult)
-            with pytest.raises(MCPError) as error:
-                await echo(client, token)
-            assert_frozen(error)
+            await echo_refused(client, token)
 
     await bounded(run)
     assert len(plaintext_seen(built)) == 1
@@ -501,9 +486,7 @@ async def test_failing_subject_source_refuses_the_echo() -> None:
     async def run() -> None:
         async with connect(built) as client:
             token = await first_round(client)
-            with pytest.raises(MCPError) as error:
-                await echo(client, token)
-            assert_frozen(error)
+            await echo_refused(client, token)
 
     await bounded(run)
     assert built.seen == [None]
@@ -752,9 +735,7 @@ async def test_http_echo_from_another_bearer_is_refused() -> None:
                 assert text_of(await alice.call_tool("wizard", {"topic": "x"})) == "done"
                 token = await first_round(alice)
             async with http_client(url, "tok-bob") as bob:
-                with pytest.raises(MCPError) as error:
-                    await echo(bob, token)
-                assert_frozen(error)
+                await echo_refused(bob, token)
             return seen
 
     assert await bounded(run) == [None, MARKER, None]
@@ -779,9 +760,7 @@ async def test_http_misbound_echo_is_refused_and_the_legitimate_retry_completes(
                 "user": (bob, "wizard", None),
                 "audience": (alice_elsewhere, "wizard", None),
             }[difference]
-            with pytest.raises(MCPError) as error:
-                await echo(client, token, name=name, arguments=arguments)
-            assert_frozen(error)
+            await echo_refused(client, token, name=name, arguments=arguments)
             final = await echo(alice, token)
             assert isinstance(final, CallToolResult)
             assert text_of(final) == "done"
@@ -851,9 +830,7 @@ async def test_stdio_misbound_echo_is_refused_and_the_legitimate_retry_completes
         async with Client(stdio_params("encrypted"), elicitation_callback=answer) as client:
             token = await first_round(client)
             name, arguments = ("other", None) if difference == "tool" else ("wizard", {"topic": "y"})
-            with pytest.raises(MCPError) as error:
-                await echo(client, token, name=name, arguments=arguments)
-            assert_frozen(error)
+            await echo_refused(client, token, name=name, arguments=arguments)
             return await echo(client, token)
 
     second = await bounded(run)
@@ -867,9 +844,7 @@ async def test_stdio_tampered_echo_is_refused() -> None:
     async def run() -> None:
         async with Client(tap, elicitation_callback=answer) as client:
             token = await first_round(client)
-            with pytest.raises(MCPError) as error:
-                await echo(client, tamper(token))
-            assert_frozen(error)
+            await echo_refused(client, tamper(token))
 
     await bounded(run)
     assert not leaks_reason(tap.text())
@@ -917,9 +892,7 @@ async def test_token_is_refused_by_an_instance_with_another_key(shape: Shape) ->
         token = await mint_in_this_process(shape)
         params = stdio_params("encrypted", shape=shape, secret=OTHER_SECRET)
         async with Client(params, elicitation_callback=answer) as stranger:
-            with pytest.raises(MCPError) as error:
-                await echo(stranger, token)
-            assert_frozen(error)
+            await echo_refused(stranger, token)
 
     await bounded(run)
 

@@ -40,6 +40,7 @@ from tests.support.mcp_flow import (
     bounded,
     connect,
     echo,
+    echo_refused,
     first_round,
     open_round,
     plaintext_seen,
@@ -83,9 +84,7 @@ async def test_misbound_echo_is_refused_and_the_legitimate_retry_then_completes(
                 "user": (client, "wizard", None),
                 "audience": (elsewhere, "wizard", None),
             }[difference]
-            with pytest.raises(MCPError) as error:
-                await echo(target, token, name=name, arguments=arguments)
-            assert_frozen(error)
+            await echo_refused(target, token, name=name, arguments=arguments)
             home.auth.subject = "alice"
             retried = await echo(client, token)
             assert isinstance(retried, InputRequiredResult)
@@ -265,9 +264,7 @@ async def test_mcpd_binding_refuses_another_sub_or_tool(subject: str, tool: str)
 
     async def run() -> None:
         async with connect(built) as client:
-            with pytest.raises(MCPError) as error:
-                await echo(client, token)
-            assert_frozen(error)
+            await echo_refused(client, token)
 
     await bounded(run)
     assert built.seen == []
@@ -311,9 +308,7 @@ async def test_mcpd_binding_refuses_an_echo_for_a_token_without_sub() -> None:
 
     async def run() -> None:
         async with connect(built) as client:
-            with pytest.raises(MCPError) as error:
-                await echo(client, token)
-            assert_frozen(error)
+            await echo_refused(client, token)
 
     await bounded(run)
     assert built.seen == []
@@ -479,9 +474,7 @@ async def test_a_forged_sdk_envelope_from_the_bare_functions_is_refused(
 
     async def run() -> None:
         async with connect(built) as client:
-            with pytest.raises(MCPError) as error:
-                await echo(client, forged)
-            assert_frozen(error)
+            await echo_refused(client, forged)
 
     await bounded(run)
     assert built.seen == []

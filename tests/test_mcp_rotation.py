@@ -19,10 +19,18 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.shared.exceptions import MCPError
 from mcp_types import InputRequiredResult
 
-from tests.support.mcp_flow import ROOT, answer, assert_frozen, b64_secret, bounded, echo, finish, first_round
+from tests.support.mcp_flow import (
+    ROOT,
+    answer,
+    b64_secret,
+    bounded,
+    echo,
+    echo_refused,
+    finish,
+    first_round,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -76,8 +84,6 @@ async def test_skipping_the_first_phase_refuses_tokens_during_the_deploy() -> No
         async with AsyncExitStack() as stack:
             old = await stack.enter_async_context(Client(server((OLD,)), elicitation_callback=answer))
             new = await stack.enter_async_context(Client(server((NEW, OLD)), elicitation_callback=answer))
-            with pytest.raises(MCPError) as error:
-                await echo(old, await first_round(new))
-            assert_frozen(error)
+            await echo_refused(old, await first_round(new))
 
     await bounded(run)

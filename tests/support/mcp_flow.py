@@ -112,6 +112,15 @@ def assert_frozen(error: pytest.ExceptionInfo[MCPError]) -> None:
     assert error.value.error.data == FROZEN
 
 
+async def echo_refused(
+    client: Client, token: str, name: str = "wizard", arguments: dict[str, Any] | None = None
+) -> None:
+    """Round 2 of ``name`` with ``token`` echoed, refused with the one frozen error."""
+    with pytest.raises(MCPError) as error:
+        await echo(client, token, name, arguments)
+    assert_frozen(error)
+
+
 def leaks_reason(wire: str) -> bool:
     # "expired" is a reason code and also a word of the frozen message: look outside the message.
     rest = wire.replace(INVALID_MESSAGE, "")
