@@ -12,13 +12,13 @@ as ``timing.measure_interleaved`` does. The groups, per mode (64 B state):
 
 The added cost of a guard is its time minus the unguarded time of the same
 group: best minus best, and median minus median. Redis is a throwaway
-``redis-server`` this module starts on a free loopback port (no persistence)
-and stops; with no ``redis`` package, no ``redis-server`` on ``PATH``, or one
-that does not start, the Redis rows say why they were not measured.
+``redis-server`` on a free loopback port (no persistence), started and stopped
+by scripts/redis_servers.py, as for the tests; with no ``redis-server`` on
+``PATH``, or one that does not start, the Redis rows say why they were not measured.
 
 Claims under load (``measure_claims``): ``RedisGuard.claim`` and
-``AsyncRedisGuard.claim`` of fresh ids, on three setups the tests' own fixtures
-start on loopback (tests/support/redis_server.py): one redis-server, a Redis
+``AsyncRedisGuard.claim`` of fresh ids, on three setups that
+scripts/redis_servers.py starts on loopback: one redis-server, a Redis
 Cluster of three masters, and a master with a replica where every claim waits
 for the replica (``replicas=1``). Sync claims run one after another; async
 claims run ``ASYNC_CONCURRENCY`` at a time in one event loop. Each row gives
@@ -34,24 +34,23 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
 import math
 import os
-import shutil
-import socket
 import statistics
-import subprocess
-import tempfile
 import time
 import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
+import redis
+
 import requeststate as rs
+from requeststate.redis import AsyncRedisGuard, RedisGuard
+from scripts import redis_servers
+from scripts.redis_servers import RedisUnavailable
 
 from .cases import SUBJECT, TOOL, TTL, make_state
 
@@ -66,7 +65,6 @@ __all__ = [
     "measure_claims",
     "measure_guard_memory",
     "measure_guards",
-    "running_redis",
 ]
 
 GUARD_MODES: Final[tuple[rs.ModeName, ...]] = ("encrypted", "signed")
@@ -78,9 +76,6 @@ ASYNC_REDIS: Final = "AsyncRedisGuard"
 SYNC: Final = "decode"
 ASYNC: Final = "adecode"
 
-_MIN_REDIS: Final = (6, 2)  # the oldest Redis the guards promise
-_START_SECONDS: Final = 10.0
-_STOP_SECONDS: Final = 5.0
 # Generous: a claim that times out is refused, and a refused claim is not a claim's cost.
 _CLAIM_TIMEOUT: Final = 2.0
 _WARM_UP_TOKENS: Final = 20
@@ -91,10 +86,6 @@ CLAIM_SETUPS: Final = (STANDALONE, CLUSTER, REPLICA_WAIT)
 SYNC_CLAIM: Final = "claim"
 ASYNC_CLAIM: Final = "async claim"
 ASYNC_CONCURRENCY: Final = 16
-
-
-class RedisUnavailable(Exception):
-    """No Redis to measure against; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -166,100 +157,6 @@ class GuardResults:
             if (row.mode, row.path, row.guard) == (mode, path, guard):
                 return row
         return None
-
-
-# --- a throwaway redis-server ---------------------------------------------------------------------------
-
-
-def _redis_module() -> Any:
-    try:
-        return importlib.import_module("redis")
-    except ImportError as error:
-        raise RedisUnavailable(
-            "the redis package is not installed (pip install 'requeststate[redis]')"
-        ) from error
-
-
-def _free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _answers_ping(redis: Any, url: str) -> bool:
-    client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
-    try:
-        return bool(client.ping())
-    except redis.exceptions.RedisError:
-        return False
-    finally:
-        client.close()
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(_STOP_SECONDS)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def _start(redis: Any, executable: str, directory: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_loopback_port()
-    url = f"redis://127.0.0.1:{port}/0"
-    log = directory / f"redis-{port}.log"
-    args = [executable, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
-    args += ["--daemonize", "no", "--dir", str(directory), "--logfile", str(log)]
-    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)  # noqa: S603
-    deadline = time.monotonic() + _START_SECONDS
-    while time.monotonic() < deadline and process.poll() is None:
-        if _answers_ping(redis, url):
-            return process, url
-        time.sleep(0.05)
-    _stop(process)
-    tail = log.read_text(errors="replace")[-300:].strip() if log.exists() else ""
-    raise RedisUnavailable(f"redis-server did not answer PING on {url}" + (f": {tail}" if tail else ""))
-
-
-def _server_version(redis: Any, url: str) -> str:
-    client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
-    try:
-        version = str(client.info("server")["redis_version"])
-    finally:
-        client.close()
-    if tuple(int(part) for part in version.split(".")[:2]) < _MIN_REDIS:
-        raise RedisUnavailable(f"redis-server {version} is too old: RedisGuard needs Redis >= 6.2")
-    return version
-
-
-@contextmanager
-def running_redis() -> Iterator[tuple[str, str]]:
-    """Start ``redis-server`` on a free loopback port; yield its URL and version; stop it.
-
-    Raises:
-        RedisUnavailable: no redis package, no ``redis-server`` on ``PATH``, or
-            it did not start (or is older than 6.2).
-    """
-    redis = _redis_module()
-    executable = shutil.which("redis-server")
-    if executable is None:
-        raise RedisUnavailable("redis-server is not on PATH (scripts/redis-test-server.sh installs it)")
-    with tempfile.TemporaryDirectory(prefix="requeststate-bench-redis-") as directory:
-        # Another process may take the free port between the probe and the bind: try again.
-        for attempt in range(3):
-            try:
-                process, url = _start(redis, executable, Path(directory))
-                break
-            except RedisUnavailable:
-                if attempt == 2:
-                    raise
-        try:
-            version = _server_version(redis, url)
-            yield url, version
-        finally:
-            _stop(process)
 
 
 # --- timing ---------------------------------------------------------------------------------------------
@@ -395,10 +292,7 @@ def _measure_sync(
 async def _measure_async(
     mode: rs.ModeName, state: str, ring: rs.KeyRing, url: str, rounds: int, batch: int
 ) -> list[GuardRow]:
-    module = importlib.import_module("requeststate.redis")
-    redis_guard = module.AsyncRedisGuard.from_url(
-        url, timeout=_CLAIM_TIMEOUT, namespace=f"bench-async-{mode}"
-    )
+    redis_guard = AsyncRedisGuard.from_url(url, timeout=_CLAIM_TIMEOUT, namespace=f"bench-async-{mode}")
     try:
         guards: dict[str, rs.AsyncGuard | None] = {NONE: None, ASYNC_REDIS: redis_guard}
         names = list(guards)
@@ -505,17 +399,14 @@ def _measure_with_redis(
     # Every row of every mode, measured with Redis; none if Redis failed (the caller measures without it).
     rows: list[GuardRow] = []
     try:
-        with running_redis() as (url, version):
-            redis_py = getattr(_redis_module(), "__version__", "?")
-            results.redis = f"redis-server {version} on loopback, redis-py {redis_py}"
-            guard_module = importlib.import_module("requeststate.redis")
+        with redis_servers.running_server() as server:
+            url = server.url
+            results.redis = f"redis-server {server.version()} on loopback, redis-py {redis.__version__}"
             for mode in modes:
                 progress(f"replay guards, {mode}: decode, none, MemoryGuard and RedisGuard")
-                redis_guard = guard_module.RedisGuard.from_url(
-                    url, timeout=_CLAIM_TIMEOUT, namespace=f"bench-{mode}"
-                )
+                redis_guard = RedisGuard.from_url(url, timeout=_CLAIM_TIMEOUT, namespace=f"bench-{mode}")
                 try:
-                    guards = {
+                    guards: dict[str, rs.Guard | None] = {
                         NONE: None,
                         MEMORY: rs.MemoryGuard(_guard_capacity(rounds, batch)),
                         REDIS: redis_guard,
@@ -591,21 +482,21 @@ async def _time_async_claims(guard: Any, setup: str, count: int) -> ClaimRow:
     return _claim_row(setup, ASYNC_CLAIM, seconds, latencies)
 
 
-def _setups(servers: Any) -> dict[str, Callable[[], AbstractContextManager[tuple[str, dict[str, Any]]]]]:
+def _setups() -> dict[str, Callable[[], AbstractContextManager[tuple[str, dict[str, Any]]]]]:
     # Each setup: a context that starts its servers and yields a URL and the guard options for it.
     @contextmanager
     def standalone() -> Iterator[tuple[str, dict[str, Any]]]:
-        with servers.running_redis() as url:
-            yield url, {}
+        with redis_servers.running_server() as server:
+            yield server.url, {}
 
     @contextmanager
     def cluster() -> Iterator[tuple[str, dict[str, Any]]]:
-        with servers.running_cluster(masters=3) as running:
+        with redis_servers.running_cluster(masters=3) as running:
             yield running.url, {"cluster": True}
 
     @contextmanager
     def replica_wait() -> Iterator[tuple[str, dict[str, Any]]]:
-        with servers.running_replicated() as running:
+        with redis_servers.running_replicated() as running:
             yield running.master.url, {"replicas": 1, "replica_timeout": _CLAIM_TIMEOUT}
 
     return {STANDALONE: standalone, CLUSTER: cluster, REPLICA_WAIT: replica_wait}
@@ -618,28 +509,16 @@ def measure_claims(count: int, *, progress: Callable[[str], None] = lambda line:
     never raises: its rows say why they were not measured.
     """
     rows: list[ClaimRow] = []
-    try:
-        servers = importlib.import_module("tests.support.redis_server")
-        guard_module = importlib.import_module("requeststate.redis")
-    except ImportError as error:
-        why = f"{type(error).__name__}: {error}"
-        return [
-            ClaimRow(setup, path, unavailable=why)
-            for setup in CLAIM_SETUPS
-            for path in (SYNC_CLAIM, ASYNC_CLAIM)
-        ]
-    for setup, start in _setups(servers).items():
+    for setup, start in _setups().items():
         progress(f"replay guards: {count:,} claims, sync and async, on {setup}")
         try:
             with start() as (url, options):
-                guard = guard_module.RedisGuard.from_url(
-                    url, timeout=_CLAIM_TIMEOUT, namespace="bench-claims", **options
-                )
+                guard = RedisGuard.from_url(url, timeout=_CLAIM_TIMEOUT, namespace="bench-claims", **options)
                 try:
                     setup_rows = [_time_sync_claims(guard, setup, count)]
                 finally:
                     guard.close()
-                async_guard = guard_module.AsyncRedisGuard.from_url(
+                async_guard = AsyncRedisGuard.from_url(
                     url, timeout=_CLAIM_TIMEOUT, namespace="bench-async-claims", **options
                 )
                 setup_rows.append(asyncio.run(_time_async_claims(async_guard, setup, count)))
