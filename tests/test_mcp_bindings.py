@@ -300,6 +300,20 @@ async def test_mcpd_binding_refuses_to_mint_for_a_token_without_sub(caplog: pyte
     assert "allow_missing_sub=True" in caplog.text
 
 
+async def test_mcpd_binding_refuses_to_mint_for_a_token_whose_sub_is_empty() -> None:
+    # Before: only a missing sub was refused; sub "" bound the anonymous users' subject all the same.
+    built = build("mcpserver", "boundary", KEYS, "encrypted", bind="mcpd")
+    built.auth.subject = ""
+
+    async def run() -> None:
+        async with connect(built) as client:
+            with pytest.raises(MCPError) as error:
+                await first_round(client)
+            assert error.value.error.code == INTERNAL_ERROR
+
+    await bounded(run)
+
+
 async def test_mcpd_binding_refuses_an_echo_for_a_token_without_sub() -> None:
     # A token bound to the empty subject, as an anonymous round or mcp.d mints it for such a client.
     built = build("lowlevel", "boundary", KEYS, "encrypted", bind="mcpd")

@@ -52,7 +52,7 @@ _canonical_parts: Final = make_encoder(
 )
 
 MISSING_SUB: Final = (
-    "the access token has no sub, and bind='mcpd' binds the bare sub: its states would be shared "
+    "the access token has no sub (or an empty one), and bind='mcpd' binds the bare sub: its states would be shared "
     "with anonymous users and with every client whose token has no sub, so requestState is refused. "
     "Pass allow_missing_sub=True to protect() or Boundary() to bind it as mcp.d does (the empty subject)"
 )
@@ -152,12 +152,12 @@ def access_token_sub_required(ctx: ServerRequestContext[Any, Any]) -> str | None
     """The bare ``sub`` of the verified access token; ``None`` when unauthenticated.
 
     ``bind="mcpd"``'s default principal source. Raises ``ValueError`` for an
-    authenticated request whose token has no ``sub``, which mcp.d would bind
-    as the empty subject, the identity of anonymous users.
+    authenticated request whose token has no ``sub`` (or an empty one), which
+    mcp.d would bind as the empty subject, the identity of anonymous users.
     """
     token = get_access_token()
     if token is None:
         return None
-    if token.subject is None:
+    if not token.subject:  # no sub, or an empty one: either is the anonymous users' subject
         raise ValueError(MISSING_SUB)
     return token.subject
