@@ -90,7 +90,7 @@ INVALID_IDENTITIES: Final[tuple[tuple[str, str | None], ...]] = (
 )
 IDENTITIES: Final = VALID_IDENTITIES + INVALID_IDENTITIES
 NOW_OFFSETS: Final = (0, 1, TTL - 1, TTL, TTL + 1, -1, -(10**9), 10**12, INT64_MAX - NOW, INT64_MIN - NOW)
-LEEWAYS: Final = (0, 1, TTL, INT64_MAX)
+LEEWAYS: Final = (0, 1, TTL, rs.MAX_TTL)  # up to the largest leeway a codec takes
 
 
 class Booking(msgspec.Struct):

@@ -9,8 +9,8 @@ fails closed.
 
 from __future__ import annotations
 
-import _thread
 import heapq
+import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Final, Protocol, final
@@ -164,8 +164,7 @@ class MemoryGuard:
             raise TypeError("monotonic must be a callable returning seconds")
         self._capacity: Final = capacity
         self._monotonic: Final = monotonic
-        # _thread's lock is threading.Lock itself, without importing threading's machinery.
-        self._lock: Final = _thread.allocate_lock()
+        self._lock: Final = threading.Lock()
         # Each held id is in both: the set answers "claimed?", the heap finds the
         # next to expire. An id enters once and leaves once, so they stay in step.
         self._held: Final[set[str]] = set()

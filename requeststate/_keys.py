@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import _thread
 import hashlib
 import itertools
 import os
+import threading
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias, final
@@ -183,12 +183,12 @@ class KeyRing:
         # (subject, tool) -> bound keys. Readers only call dict.get, which is safe
         # beside a writer; writers take the lock, as evicting iterates the dict.
         set_(self, "_bound", {})
-        set_(self, "_writing", _thread.allocate_lock())
+        set_(self, "_writing", threading.Lock())
 
     _keys: tuple[SubKeys, ...]
     _ephemeral: bool
     _bound: dict[tuple[object, object], tuple[BoundKey, ...]]
-    _writing: _thread.LockType
+    _writing: threading.Lock
 
     @classmethod
     def ephemeral(cls) -> KeyRing:

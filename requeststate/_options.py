@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, NamedTuple, TypedDict
@@ -36,10 +37,6 @@ state that must outlive a day belongs in the server's own storage."""
 DEFAULT_MAX_TOKEN_BYTES: Final = 64 * 1024
 """The longest token minted or read unless ``max_token_bytes=`` says otherwise."""
 
-# The co_flags bit of an async def (inspect.CO_COROUTINE): the inspect module
-# itself would cost every `import requeststate` an import of ast and dis.
-_CO_COROUTINE: Final = 0x80
-
 
 class CodecOptions(TypedDict, total=False):
     """The options of a ``Codec`` besides its keys and mode: one declaration for every API that builds one.
@@ -52,12 +49,13 @@ class CodecOptions(TypedDict, total=False):
     ttl: int
     """Seconds a minted token lives: an ``int`` from 1 to ``MAX_TTL`` (one day); default 300."""
     leeway: int
-    """Seconds of clock skew tolerated after a token's expiry; default 0."""
+    """Seconds of clock skew tolerated after a token's expiry: an ``int`` from 0 to ``MAX_TTL``; default 0."""
     max_token_bytes: int
     """Refuse a longer token before decoding anything, and refuse to mint one; default 64 KiB."""
     guard: Guard | AsyncGuard | None
     """A replay guard instance (``MemoryGuard()``, ``RedisGuard``, any ``Guard`` or
-    ``AsyncGuard``): every token is accepted once, claimed after every other check."""
+    ``AsyncGuard``): every token is accepted once, claimed after every other check.
+    A guard with a ``max_token_lifetime`` shorter than ``ttl + leeway`` is refused."""
     clock: Callable[[], float] | None
     """Unix seconds, read on each call without ``now=``; ``time.time`` when ``None``."""
     metrics: Meter | None
@@ -101,9 +99,12 @@ def check_options(options: CodecOptions) -> Settings:
     metrics = options["metrics"] if "metrics" in options else default_meter()
     if metrics is not None and not callable(getattr(metrics, "create_counter", None)):
         raise TypeError(f"metrics must be an OpenTelemetry Meter or None, not {type(metrics).__name__}")
+    ttl = check_int("ttl", options.get("ttl", DEFAULT_TTL), 1, MAX_TTL)
+    leeway = check_int("leeway", options.get("leeway", 0), 0, MAX_TTL)
+    _check_guard_lifetime(guard, ttl + leeway)
     return Settings(
-        ttl=check_int("ttl", options.get("ttl", DEFAULT_TTL), 1, MAX_TTL),
-        leeway=check_int("leeway", options.get("leeway", 0), 0),
+        ttl=ttl,
+        leeway=leeway,
         max_token_bytes=check_int(
             "max_token_bytes", options.get("max_token_bytes", DEFAULT_MAX_TOKEN_BYTES), 1
         ),
@@ -129,6 +130,21 @@ def _bound(value: int) -> str:
     return {INT64_MAX: "2**63-1", INT64_MIN: "-2**63"}.get(value, str(value))
 
 
+def _check_guard_lifetime(guard: object, lifetime: int) -> None:
+    """Refuse a guard that would refuse this codec's tokens: one whose ``max_token_lifetime`` is shorter.
+
+    A guard that bounds the lifetimes it records (the Redis guards) says so with an
+    int ``max_token_lifetime``; a token redeemed as it is minted lives ``ttl + leeway`` more.
+    """
+    bound = getattr(guard, "max_token_lifetime", None)
+    if isinstance(bound, int) and lifetime > bound:
+        raise ValueError(
+            f"the guard's max_token_lifetime ({bound} s) is shorter than the codec's ttl + leeway "
+            f"({lifetime} s), so it would refuse every token: build the guard with "
+            f"max_token_lifetime={lifetime} or more (a margin for the skew between hosts' clocks)"
+        )
+
+
 def _check_guard(guard: object) -> None:
     """Refuse what cannot be a replay guard: a class, or an object with no callable ``claim``."""
     if guard is None:
@@ -143,9 +159,7 @@ def _check_guard(guard: object) -> None:
 
 def guard_is_async(guard: object) -> bool:
     """Whether ``guard.claim`` is a coroutine function (an ``AsyncGuard``)."""
-    # A bound method forwards __code__ to its function.
-    code = getattr(getattr(guard, "claim", None), "__code__", None)
-    return code is not None and bool(code.co_flags & _CO_COROUTINE)
+    return inspect.iscoroutinefunction(getattr(guard, "claim", None))
 
 
 def now_from(now: object, clock: Callable[[], float] | None) -> int:

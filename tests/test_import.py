@@ -8,7 +8,7 @@ import sys
 import pytest
 
 # What requeststate's dependencies load of themselves (an older msgspec or cryptography
-# loads json or threading): not ours to count.
+# loads json): not ours to count.
 DEPENDENCIES = (
     "import cryptography.hazmat.primitives.ciphers.aead, cryptography.hazmat.primitives.hmac, "
     "cryptography.hazmat.primitives.kdf.hkdf, msgspec.json"
@@ -36,7 +36,6 @@ def loaded_by_import() -> frozenset[str]:
         "opentelemetry",  # loaded when the first Codec is built, and only if installed
         "logging",  # only the rare warnings of a key's budget and a full guard log anything
         "json",  # only a payload that no writer of ours made is scanned for duplicate members
-        "threading",  # the locks are _thread's
     ],
 )
 def test_import_requeststate_does_not_load(loaded_by_import: frozenset[str], module: str) -> None:

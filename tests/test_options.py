@@ -85,8 +85,8 @@ def test_a_value_of_another_type_is_refused_naming_it(
     [
         ("ttl", INT_OPTIONS[0][1], 0, "1 to 86400"),
         ("ttl", INT_OPTIONS[0][1], rs.MAX_TTL + 1, "1 to 86400"),
-        ("leeway", INT_OPTIONS[1][1], -1, "0 to 2\\*\\*63-1"),
-        ("leeway", INT_OPTIONS[1][1], 2**63, "0 to 2\\*\\*63-1"),
+        ("leeway", INT_OPTIONS[1][1], -1, "0 to 86400"),
+        ("leeway", INT_OPTIONS[1][1], rs.MAX_TTL + 1, "0 to 86400"),
         ("max_token_bytes", INT_OPTIONS[2][1], 0, "1 to 2\\*\\*63-1"),
         ("now", INT_OPTIONS[3][1], 2**63, "-2\\*\\*63 to 2\\*\\*63-1"),
         ("now", INT_OPTIONS[5][1], -(2**63) - 1, "-2\\*\\*63 to 2\\*\\*63-1"),
@@ -98,7 +98,7 @@ def test_a_value_of_another_type_is_refused_naming_it(
         "ttl 0",
         "ttl past MAX_TTL",
         "negative leeway",
-        "leeway past int64",
+        "leeway past MAX_TTL",
         "max_token_bytes 0",
         "now past int64",
         "now before int64",
@@ -141,6 +141,30 @@ def test_a_guard_or_clock_that_cannot_serve_is_refused_at_construction(
 ) -> None:
     with pytest.raises(TypeError, match=message):
         codec_with(**options)
+
+
+class BoundedGuard:
+    """A guard that records ids for at most ``max_token_lifetime`` seconds, as the Redis guards do."""
+
+    max_token_lifetime = 360
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        return True
+
+
+def test_a_guard_that_would_refuse_every_token_for_living_too_long_is_refused_at_construction() -> None:
+    # Before: the mismatch showed only at the first claim, as guard_unavailable on every token.
+    message = (
+        r"^the guard's max_token_lifetime \(360 s\) is shorter than the codec's ttl \+ leeway \(361 s\), "
+        r"so it would refuse every token: build the guard with max_token_lifetime=361 or more"
+    )
+    with pytest.raises(ValueError, match=message):
+        codec_with(ttl=331, leeway=30, guard=BoundedGuard())
+
+
+def test_a_guard_whose_max_token_lifetime_is_exactly_ttl_plus_leeway_serves() -> None:
+    guard = BoundedGuard()
+    assert codec_with(ttl=330, leeway=30, guard=guard).guard is guard
 
 
 def test_options_are_read_back_as_given() -> None:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -458,10 +457,8 @@ def test_paused_master_fails_closed_after_the_timeout(replicated: Replicated, na
     guard.claim(ID, NOW + 300, NOW)
     replicated.master.pause()
     try:
-        started = time.monotonic()
         with pytest.raises(GuardUnavailable, match="TimeoutError"):
             guard.claim(fresh_ids(1)[0], NOW + 300, NOW)
-        assert time.monotonic() - started < 1.0
     finally:
         replicated.master.resume()
     assert guard.claim(ID, NOW + 300, NOW) is False

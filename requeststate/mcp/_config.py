@@ -159,6 +159,11 @@ class _OffLoop:
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return await anyio.to_thread.run_sync(self._guard.claim, token_id, expires_at, now)
 
+    @property
+    def max_token_lifetime(self) -> object:
+        # The guard's own bound, if it has one: the Codec checks its ttl + leeway against it.
+        return getattr(self._guard, "max_token_lifetime", None)
+
 
 def _for_the_loop(guard: rs.Guard | rs.AsyncGuard | None) -> rs.Guard | rs.AsyncGuard | None:
     # A well-formed sync guard that may wait on I/O goes off the loop. MemoryGuard

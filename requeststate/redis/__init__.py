@@ -6,7 +6,7 @@ server must be Redis 6.2 or later):
 ```python
 from requeststate.redis import RedisGuard
 
-guard = RedisGuard.from_url("redis://127.0.0.1:6379/0", max_token_lifetime=300)  # 250 ms timeouts
+guard = RedisGuard.from_url("redis://127.0.0.1:6379/0")  # 250 ms timeouts
 state = rs.decode(token, keys, mode="encrypted", subject=user, guard=guard)
 ```
 
@@ -36,15 +36,20 @@ and a first claim that `WAIT` did not confirm fails closed with
 Redis can also forget every claim at once: a restart without persistence,
 `FLUSHALL`, a failover to an empty replica. Each claim reads a marker that
 lives with the claims (one per hash slot in a cluster); a guard that finds the
-marker gone or replaced refuses, for `max_token_lifetime` seconds, every token
-that may have been redeemed before the loss, logs one warning, and records the
-refusal in the new marker for the other processes.
+marker it saw gone or replaced refuses every token that may have been redeemed
+before the loss (those that expire within `max_token_lifetime` of the new
+marker's creation), logs one warning, and records the refusal in the marker for
+the other processes. A process that never saw the store cannot tell a new Redis
+from one that forgot (docs/replay-guards.md says what that leaves open).
+`max_token_lifetime` (default 360 s) must cover the codecs' `ttl + leeway`: a
+`Codec` refuses a guard that would refuse its tokens.
 
 A guard fails closed: `claim` raises `GuardUnavailable` and the token is
 refused whenever it cannot tell. `fail_open=True` accepts tokens unchecked,
 with a warning on the `requeststate.redis` logger for each, only when no Redis
-answered: the server unreachable (`ConnectionError`, a cluster with no node
-for the slot) or silent past the client's timeout (`TimeoutError`). Every
+answered: the server unreachable (`ConnectionError`, a cluster no node of
+which answers, or with no node for the slot) or silent past the client's
+timeout (`TimeoutError`); never this process's own pool, full. Every
 answer is obeyed, an error reply included (`-LOADING`, `-OOM`, `-READONLY`,
 `-NOPERM`, `-WRONGPASS`, `-MASTERDOWN`, `-CLUSTERDOWN`, a `MOVED`): it is a
 configuration to fix or a claim not made durable, not an outage to ride out.

@@ -99,6 +99,11 @@ class AsyncRedisGuard:
         """The client this guard claims through."""
         return self._client
 
+    @property
+    def max_token_lifetime(self) -> int:
+        """The most seconds a token lives once redeemed: a ``Codec`` checks its ``ttl + leeway`` fits."""
+        return self._claims.options.max_token_lifetime
+
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``RedisGuard.claim``."""
         claims = self._claims

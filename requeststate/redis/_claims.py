@@ -2,12 +2,14 @@
 
 A claim is one Lua script (``CLAIM_SCRIPT``), atomic on the server: ``SET key 1 NX EX``,
 then the marker of the key's store read (and written when it is missing) in the
-same step. The marker holds an ``epoch`` (random, chosen when the marker was
-written) and ``refuse_through`` (the expiry up to which tokens are refused after
-a loss). A guard remembers the epoch it saw: a marker gone or replaced means
-Redis lost the claims it held (a restart without persistence, ``FLUSHALL``, a
-failover to an empty replica), and every token that may have been redeemed
-before is refused, for one ``max_token_lifetime``.
+same step. The marker holds an ``epoch`` (random), ``created`` (the verifier's
+clock when the marker was written: the first claim after a loss, or ever) and
+``refuse_through`` (the expiry up to which tokens are refused after a loss). A
+guard remembers the epoch it saw: a marker gone or replaced means Redis lost the
+claims it held (a restart without persistence, ``FLUSHALL``, a failover to an
+empty replica) before the marker was written again, so every token that expires
+within one ``max_token_lifetime`` of ``created`` may have been redeemed before,
+and is refused.
 """
 
 from __future__ import annotations
@@ -33,21 +35,24 @@ log: Final = logging.getLogger("requeststate.redis")
 
 CLAIM_SCRIPT: Final = """
 local claimed = redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1])
-local marker = redis.call('HMGET', KEYS[2], 'epoch', 'refuse_through')
-local epoch, refuse, floor = marker[1], marker[2] or '0', ARGV[5]
-if ARGV[3] ~= '' and epoch ~= ARGV[3] and tonumber(ARGV[4]) > tonumber(floor) then
-  floor = ARGV[4]
+local marker = redis.call('HMGET', KEYS[2], 'epoch', 'refuse_through', 'created')
+local epoch, refuse = marker[1] or ARGV[2], tonumber(marker[2] or '0')
+local created = tonumber(marker[3] or ARGV[4])
+local through = math.max(refuse, tonumber(ARGV[5]))
+if ARGV[3] ~= '' and epoch ~= ARGV[3] then
+  through = math.max(through, created + tonumber(ARGV[6]))
 end
-if not epoch or tonumber(floor) > tonumber(refuse) then
-  epoch = epoch or ARGV[2]
-  if tonumber(floor) > tonumber(refuse) then refuse = floor end
-  redis.call('HSET', KEYS[2], 'epoch', epoch, 'refuse_through', refuse)
+through = string.format('%d', through)
+if not marker[1] or tonumber(through) > refuse then
+  created = string.format('%d', created)
+  redis.call('HSET', KEYS[2], 'epoch', epoch, 'refuse_through', through, 'created', created)
 end
-return {claimed and 1 or 0, epoch, refuse}
+return {claimed and 1 or 0, epoch, through}
 """
 """KEYS: the claim, its marker (in one slot). ARGV: the claim's lifetime in seconds, an epoch
-for a new marker, the epoch this guard last saw there ('' if none), the expiry to refuse
-through if the marker shows a loss, and the guard's own ``refuse_through``."""
+for a new marker, the epoch this guard last saw there ('' if none), the verifier's now, the
+guard's own ``refuse_through``, and ``max_token_lifetime``. The window after a loss is counted
+from the marker's ``created``, whoever notices it and however late."""
 
 # Every error redis-py raises: its cluster client's own, and two more that are no RedisError
 # (a pool after a fork deadlocked; a cluster policy misconfigured), which fail closed too.
@@ -64,9 +69,20 @@ ERRORS: Final = (
 # subclasses: BusyLoadingError (-LOADING) and AuthenticationError (-WRONGPASS, -NOAUTH) are
 # ConnectionErrors that a server answered; MaxConnectionsError is this process's own pool,
 # full; a class that redis-py adds later fails closed until it is decided here.
-_NO_ANSWER: Final = frozenset(
-    {RedisConnectionError, RedisTimeoutError, RedisClusterException, SlotNotCoveredError}
-)
+_NO_ANSWER: Final = frozenset({RedisConnectionError, RedisTimeoutError, SlotNotCoveredError})
+# What a BlockingConnectionPool raises (sync and asyncio, redis-py 6 to 8) when every connection
+# stayed busy past its timeout: this process's own pool, full, not a Redis that did not answer.
+_POOL_EXHAUSTED: Final = "No connection available."
+
+
+def _unanswered(error: Exception) -> bool:
+    """Whether ``error`` means that no Redis answered: the only failure ``fail_open`` rides out."""
+    kind = type(error)
+    if kind is RedisClusterException:
+        # "Redis Cluster cannot be connected": no node answered, or the one that did is no
+        # cluster's ("Cluster mode is not enabled"); the last node's error is its cause.
+        return type(error.__cause__) in {RedisConnectionError, RedisTimeoutError}
+    return kind in _NO_ANSWER and str(error) != _POOL_EXHAUSTED
 
 
 class Claim(NamedTuple):
@@ -111,8 +127,8 @@ class Claims:
             seen, floor = self._epochs.get(marker, ""), self._refuse_through
         # The id stays claimed through all of second expires_at, and now has partly gone by.
         lifetime = expires_at - now + 1
-        lost_floor = now + options.max_token_lifetime
-        return Claim(key, marker, expires_at, now, (lifetime, os.urandom(8).hex(), seen, lost_floor, floor))
+        args = (lifetime, os.urandom(8).hex(), seen, now, floor, options.max_token_lifetime)
+        return Claim(key, marker, expires_at, now, args)
 
     def settle(self, claim: Claim, reply: object, acknowledged: object = None) -> bool:
         """The claim's outcome from the script's ``reply`` and ``WAIT``'s answer (or the error in its place).
@@ -146,7 +162,7 @@ class Claims:
     def failed(self, claim: Claim, error: Exception) -> bool:
         """No verdict: ``True`` if ``fail_open`` rides ``error`` out, else raise ``GuardUnavailable``."""
         cause = type(error).__name__
-        if self.options.fail_open and type(error) in _NO_ANSWER:
+        if self.options.fail_open and _unanswered(error):
             with self._lock:
                 lost = claim.expires_at <= self._refuse_through
             if not lost:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Final, NamedTuple
 
-from requeststate._options import MAX_TTL, check_int
+from requeststate._options import DEFAULT_TTL, check_int
 
 __all__ = [
     "DEFAULT_MAX_TOKEN_LIFETIME",
@@ -23,10 +23,11 @@ DEFAULT_NAMESPACE: Final = "requeststate"
 """The prefix of every key a guard writes, unless ``namespace=`` says otherwise."""
 DEFAULT_TIMEOUT: Final = 0.25
 """Seconds ``from_url``'s client waits to connect or for an answer, and a claim waits for replicas."""
-DEFAULT_MAX_TOKEN_LIFETIME: Final = MAX_TTL
+DEFAULT_MAX_TOKEN_LIFETIME: Final = DEFAULT_TTL + 60
 """Seconds a token can live after it is redeemed, unless ``max_token_lifetime=`` says otherwise:
-``requeststate.MAX_TTL`` (a day), enough for any codec without leeway. Set it to your codecs'
-``ttl + leeway``: it is also how long tokens stay refused after Redis lost its claims."""
+a codec's default ``ttl`` (300 s) and a minute for its leeway and the skew between hosts' clocks.
+It is also how long tokens stay refused after Redis lost its claims. A ``Codec`` whose
+``ttl + leeway`` is longer refuses the guard at construction, naming the value to set."""
 # Redis refuses an expiry whose time in milliseconds, added to its clock, passes 2**63 - 1;
 # this bound (146 million years) leaves room for any clock it will ever read.
 MAX_SECONDS: Final = 2**62 // 1000

@@ -142,6 +142,11 @@ class RedisGuard:
         """The client this guard claims through."""
         return self._client
 
+    @property
+    def max_token_lifetime(self) -> int:
+        """The most seconds a token lives once redeemed: a ``Codec`` checks its ``ttl + leeway`` fits."""
+        return self._claims.options.max_token_lifetime
+
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
