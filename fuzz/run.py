@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if importlib.util.find_spec("atheris") is None:
-        # The dev extra installs atheris where it ships as a wheel (Linux x86_64).
+        # The fuzz group installs atheris where it ships as a wheel (Linux x86_64).
         # Elsewhere say so, loudly, rather than fail every check for a missing fuzzer;
         # tests/test_fuzz_corpus.py still replays the corpus there.
         print("fuzz: SKIPPED: atheris is not installed on this platform (pip install atheris needs clang)")

@@ -52,9 +52,8 @@ class Codec:
     ) -> Codec:
         """The codec the deployment configures: ``REQUESTSTATE_KEYS`` (required), ``_MODE`` and ``_TTL``.
 
-        The recommended set-up for servers (docs/deployment.md). The variables, when
-        set, win over ``mode`` and ``ttl``. One that cannot be used raises
-        ``ValueError`` naming it and the fix.
+        The recommended set-up for servers (docs/deployment.md). The variables, when set, win
+        over ``mode`` and ``ttl``; one that cannot be used raises ``ValueError`` naming it and the fix.
         """
         options["ttl"] = ttl_from_env(environ, options.get("ttl", DEFAULT_TTL))
         return cls(KeyRing.from_env(environ=environ), mode=modes_from_env(environ, mode), **options)
@@ -182,8 +181,9 @@ class Codec:
     ) -> T | None:
         """Return the state a token carries, or ``None`` if it is refused for any reason.
 
-        ``verify`` without the reason: it never raises for what the client sent,
-        only for the caller's own mistakes (an async guard, a bad ``now``).
+        ``verify`` without the reason: it never raises for what the client sent, only
+        ``TypeError`` or ``ValueError`` for the caller's own mistakes (an async guard, use
+        ``adecode``; a ``now`` that is not an int from -2**63 to 2**63-1).
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)

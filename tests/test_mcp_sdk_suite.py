@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
-pytest.importorskip("inline_snapshot", reason="the SDK's tests need inline-snapshot (the dev extra)")
+pytest.importorskip("inline_snapshot", reason="the SDK's tests need inline-snapshot (the test group)")
 
 from tests.support.sdk_suite import ROOT, SUITE_FILES, sdk_suite
 
@@ -76,7 +76,7 @@ def _run(suite: Path, mode: str) -> tuple[set[str], int]:
             "-o",
             "addopts=",
             # Not --no-cov: that option exists only where pytest-cov is installed,
-            # and the other Pythons' runs (scripts/matrix.py) install no pytest-cov.
+            # and the nox sessions (noxfile.py) install no pytest-cov.
             "-p",
             "no:pytest_cov",
             # The SDK's conftest, left out, pins asyncio; without it anyio 4.10 (our

@@ -281,9 +281,18 @@ def test_timeout_must_be_a_number(timeout: object) -> None:
         RedisGuard.from_url("redis://127.0.0.1:6379/0", timeout=timeout)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("replicas", "error"), [(-1, ValueError), (True, TypeError), (1.0, TypeError)])
-def test_replicas_must_be_an_int_of_at_least_0(replicas: object, error: type[Exception]) -> None:
-    with pytest.raises(error, match="replicas must be"):
+@pytest.mark.parametrize(
+    ("replicas", "error", "message"),
+    [
+        (-1, ValueError, r"^replicas must be an int from 0 to 2\*\*63-1, got -1$"),
+        (True, TypeError, r"^replicas must be an int, not bool$"),
+        (1.0, TypeError, r"^replicas must be an int, not float$"),
+    ],
+)
+def test_replicas_must_be_an_int_of_at_least_0(
+    replicas: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
         RedisGuard(redis.Redis(), replicas=replicas)  # type: ignore[arg-type]
 
 

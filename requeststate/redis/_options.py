@@ -67,10 +67,7 @@ def check_options(
         )
     if not isinstance(fail_open, bool):
         raise TypeError(f"fail_open must be a bool, not {type(fail_open).__name__}")
-    if not isinstance(replicas, int) or isinstance(replicas, bool):
-        raise TypeError(f"replicas must be an int, not {type(replicas).__name__}")
-    if replicas < 0:
-        raise ValueError(f"replicas must be at least 0, got {replicas}")
+    check_int("replicas", replicas, 0)
     # WAIT takes whole milliseconds, and WAIT n 0 would block forever: round up.
     wait_ms = math.ceil(check_seconds("replica_timeout", replica_timeout) * 1000)
     lifetime = check_int("max_token_lifetime", max_token_lifetime, 1, MAX_SECONDS)
