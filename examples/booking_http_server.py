@@ -86,7 +86,7 @@ def build_server(port: int) -> MCPServer:
             validate_token_resource=False,
         ),
     )
-    protect(server, rs.KeyRing.from_env(), guard=_guard())
+    protect(server, rs.Codec.from_env(guard=_guard()))
     server.tool()(book_table)
     return server
 

@@ -66,11 +66,11 @@ def _accepted(ctx: Context, field: str) -> object | None:
     return None
 
 
-def _keys() -> rs.KeyRing:
+def _codec() -> rs.Codec:
     # Every worker must share the key, or a retry that lands on another one is refused.
     if os.environ.get("REQUESTSTATE_KEYS"):
-        return rs.KeyRing.from_env()
-    return rs.KeyRing.ephemeral()  # protect() logs a warning: one process only
+        return rs.Codec.from_env()  # and REQUESTSTATE_MODE, REQUESTSTATE_TTL: the deployment chooses
+    return rs.Codec(rs.KeyRing.ephemeral(), mode="encrypted")  # protect() warns: one process only
 
 
 async def book_table(restaurant: str, ctx: Context) -> str | InputRequiredResult:
@@ -102,7 +102,7 @@ async def book_table(restaurant: str, ctx: Context) -> str | InputRequiredResult
 def build_server() -> MCPServer:
     """The booking server over shared keys (or ephemeral ones, with a warning)."""
     server: MCPServer = MCPServer("booking")
-    protect(server, _keys(), mode=rs.Mode(os.environ.get("REQUESTSTATE_MODE", "encrypted")))
+    protect(server, _codec())
     server.tool()(book_table)
     return server
 

@@ -52,8 +52,9 @@ _canonical_parts: Final = make_encoder(
 )
 
 MISSING_SUB: Final = (
-    "the access token has no sub (or an empty one), and bind='mcpd' binds the bare sub: its states would be shared "
-    "with anonymous users and with every client whose token has no sub, so requestState is refused. "
+    "the access token has no sub (or an empty one), and bind='mcpd' binds the bare sub: its states would "
+    "be shared with anonymous users and with every client whose token has no sub, so requestState is "
+    "refused. "
     "Pass allow_missing_sub=True to protect() or Boundary() to bind it as mcp.d does (the empty subject)"
 )
 
