@@ -233,7 +233,7 @@ class KeyRing:
         value = (os.environ if environ is None else environ).get(name, "")
         if not value.strip():
             raise ValueError(
-                f"{name} is not set: set it to base64url secrets separated by commas, newest first "
+                f"{name} is not set, or empty: set it to base64url secrets separated by commas, newest first "
                 "(generate one with: requeststate keygen)"
             )
         secrets = []

@@ -110,7 +110,7 @@ def test_an_unset_variable_is_refused_saying_how_to_make_a_secret(value: str | N
     environ = {} if value is None else {NAME: value}
     with pytest.raises(
         ValueError,
-        match=r"^MY_KEYS is not set: set it to base64url secrets separated by commas, newest first "
+        match=r"^MY_KEYS is not set, or empty: set it to base64url secrets separated by commas, newest first "
         r"\(generate one with: requeststate keygen\)$",
     ):
         rs.KeyRing.from_env(NAME, environ=environ)
@@ -249,7 +249,7 @@ def test_codec_from_env_reads_the_process_environment_by_default(monkeypatch: py
 
 
 def test_codec_from_env_without_keys_is_refused_naming_the_variable() -> None:
-    with pytest.raises(ValueError, match=r"^REQUESTSTATE_KEYS is not set: "):
+    with pytest.raises(ValueError, match=r"^REQUESTSTATE_KEYS is not set, or empty: "):
         rs.Codec.from_env(environ={"REQUESTSTATE_MODE": "signed"})
 
 
