@@ -59,7 +59,8 @@ class Options(rs.CodecOptions, total=False):
 
 
 # Set on a Codec and nowhere else when one is given: two places to set a ttl would disagree.
-_CODEC_SETTINGS: Final = ("mode", "ttl", "leeway", "max_token_bytes", "guard", "clock")
+# (metrics= is the boundary's own: it counts by method, on the meter it is given.)
+_CODEC_SETTINGS: Final = ("mode", *(name for name in rs.CodecOptions.__annotations__ if name != "metrics"))
 
 
 class Settings(NamedTuple):
