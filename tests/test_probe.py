@@ -1096,6 +1096,16 @@ def test_edits_change_every_member_once_and_name_it() -> None:
     assert edits.edits({"a": []}, 99) == []
 
 
+def test_a_string_of_digits_python_cannot_read_as_a_number_gets_an_x() -> None:
+    # issue 22: "²" (a digit to isdigit, not to int) and 5,000 digits (past int's limit) crashed the probe.
+    found = edits.edits({"squared": "²", "long": "9" * 5000}, 99)
+    assert [(e.field, e.change, e.kind) for e in found] == [
+        ("squared", "'x' appended", "string"),
+        ("long", "'x' appended", "string"),
+    ]
+    assert found[0].value == {"squared": "²x", "long": "9" * 5000}
+
+
 def test_edits_go_inside_a_state_nested_as_json_text() -> None:
     edit = edits.edits({"s": '{"step":1,"who":"al"}', "exp": 5}, 99)[1]
     assert edit.field == "s.who"

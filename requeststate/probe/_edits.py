@@ -15,6 +15,7 @@ MAX_MEMBERS: Final = 4096
 """The most members looked at in one state; the edits are spread over these."""
 _MAX_DEPTH: Final = 64  # members nested deeper are not edited (a state nested as JSON text counts too)
 _MAX_FIELD_CHARS: Final = 80
+_MAX_DIGITS: Final = 1000  # Python refuses to read an int of over 4300 digits; no state holds one anyway
 _PRINTABLE_RUN: Final = re.compile(rb"[\x20-\x7e]{16,}")
 
 T = TypeVar("T")
@@ -120,7 +121,8 @@ def _changed(value: object) -> tuple[object, str, Kind] | None:
     if value is None:
         return "x", "null set to 'x'", "null"
     if isinstance(value, str):
-        if value.isdigit():  # a number in form fields or text: still a number
+        # A number in form fields or text stays a number; ``isdigit`` alone takes "²" for one.
+        if value.isascii() and value.isdigit() and len(value) <= _MAX_DIGITS:
             return str(int(value) + 1), "number +1", "number"
         return value + "x", "'x' appended", "string"
     return None
