@@ -1282,6 +1282,41 @@ def test_a_hostile_schema_gets_bounded_placeholders() -> None:
     assert len(json.dumps(arguments["deep"])) < 200
 
 
+def _values(value: object, limit: int = 10_000) -> int:
+    """How many JSON values ``value`` holds, itself included, counted up to ``limit`` (then ``limit``):
+    a list repeating one item holds each copy, and 64**6 of them would take hours to count."""
+    count, pending = 0, [value]
+    while pending and count < limit:
+        item = pending.pop()
+        count += 1
+        pending.extend(item if isinstance(item, list) else item.values() if isinstance(item, dict) else ())
+    return count
+
+
+def test_nested_min_items_are_honoured_only_within_one_bound_for_the_whole_value() -> None:
+    # issue 22: six nested arrays of minItems 64 asked for 64**6 values: a panic, then a hang.
+    nested: dict[str, Any] = {"type": "integer"}
+    for _ in range(6):
+        nested = {"type": "array", "items": nested, "minItems": 64}
+    schema = {"type": "object", "properties": {"x": nested}, "required": ["x"]}
+    value = placeholders.placeholder_arguments(Tool(name="t", input_schema=schema))["x"]
+    assert _values(value) < 2 * placeholders.MAX_VALUES  # at least one item per array past the bound
+    innermost = value[0][0][0][0][0]
+    assert innermost == [1] * 64  # the first arrays filled get all they ask for
+    assert len(value) == 1  # the outer ones, past the bound, one item each
+
+
+def test_an_answer_to_a_form_is_bounded_alike() -> None:
+    many = {"type": "array", "items": {"type": "string"}, "minItems": 64}
+    schema = {"type": "object", "properties": {f"p{i}": many for i in range(40)}}
+    form = ElicitRequestFormParams(message="?", requested_schema=schema)
+    reply = placeholders.answers({"form": ElicitRequest(params=form)})["form"]
+    assert isinstance(reply, ElicitResult)
+    assert reply.content is not None
+    assert _values(reply.content) < 2 * placeholders.MAX_VALUES
+    assert (len(reply.content["p0"]), len(reply.content["p39"])) == (64, 1)
+
+
 def test_report_exit_codes_and_summary() -> None:
     target = probe.Target(
         url="http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer s3cret"}, env={"TOKEN": "s3cret"}
