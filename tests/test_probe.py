@@ -1047,6 +1047,25 @@ def test_json_nested_past_the_bound_is_not_read() -> None:
     assert decode.parse_json("[" + "1," * (1 << 20) + "1]") is None  # past the size bound
 
 
+DEPTH_CASES = {
+    "nested to the bound": ("[" * 128 + "]" * 128, False),
+    "nested past the bound": ("[" * 129 + "]" * 129, True),
+    "brackets in a string": ('["' + "[" * 200 + '"]', False),
+    "brackets after an escaped quote, in the string": ('["\\"' + "[" * 200 + '"]', False),
+    "brackets after an escaped backslash, out of the string": ('["\\\\"' + "[" * 200 + "]" * 201, True),
+    "brackets in a string that never ends": ("[" * 100 + '"' + "[" * 200, False),
+    # issue 22: from every quote of this the core's pattern rescanned to the end (80 KB: 13 s).
+    "a deep prefix, then quotes and backslashes": ("[" * 129 + '"\\' * 100_000, True),
+    "quotes and backslashes, then brackets": ('"\\' * 100_000 + "[" * 200, False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEPTH_CASES))
+def test_the_depth_of_json_is_judged_outside_its_strings(case: str) -> None:
+    text, deep = DEPTH_CASES[case]
+    assert decode.too_deep(text) is deep
+
+
 def test_a_keyed_mac_is_not_taken_for_an_unkeyed_hash() -> None:
     assert [r for r in readings.readings(SIGNED) if r.hashed is not None] == []
 
