@@ -52,7 +52,7 @@ from requeststate.probe import _mutations as mutations
 from requeststate.probe import _placeholders as placeholders
 from requeststate.probe import _readings as readings
 from requeststate.probe import _spelling as spelling
-from requeststate.probe._checks import FLAWS
+from requeststate.probe._flaws import FLAWS
 from tests.support import probe_gallery as gallery
 from tests.support import probe_schemes as schemes
 from tests.support import probe_server, processes
@@ -235,7 +235,10 @@ def test_single_use_kept_by_the_tokens_text_fails_the_replay_row() -> None:
 def test_another_spelling_accepted_fails_when_the_state_has_no_integrity() -> None:
     found = rows(in_process(gallery.broken("guessable key")))
     assert found["repadded"].result == "FAIL"
-    assert found["repadded"].detail.endswith("and the state has no integrity at all (see guessed_key)")
+    # issue 22: it said "the state has no integrity at all" of a MAC under a guessable key.
+    assert found["repadded"].detail.endswith(
+        "and the guessed_key row FAILed: guessable MAC key: anyone can sign a state with it"
+    )
 
 
 def test_every_fail_names_the_flaw_it_proves() -> None:
