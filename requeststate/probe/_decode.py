@@ -26,6 +26,10 @@ BASE64: Final = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 HEX: Final = re.compile(r"(?:[0-9a-f]{2})+|(?:[0-9A-F]{2})+")
 TOKEN: Final = re.compile(r"[A-Za-z0-9_\-+/.=]+")
 """Base64 (either alphabet) or hex parts and dots: a token that may carry a MAC or a tag."""
+PREFIX: Final = re.compile(r"[A-Za-z0-9_-]{1,16}")
+"""A token's prefix: short text before its first separator (``v1``, ``v1e``, ``enc``)."""
+PREFIX_SEPARATORS: Final = ".:|$~"
+_PREFIXED: Final = re.compile(r"[A-Za-z0-9_-]{1,16}[.:|$~]")
 MAX_JSON_DEPTH: Final = 128
 """The deepest nesting of arrays and objects read: the probe walks a state recursively."""
 
@@ -57,6 +61,13 @@ def hex_like(original: str) -> Callable[[bytes], str]:
     """Spells bytes as hex in ``original``'s case."""
     upper = original.isupper()
     return lambda raw: raw.hex().upper() if upper else raw.hex()
+
+
+def split_prefix(token: str) -> tuple[str, str]:
+    """``(prefix with its separator, the rest)``: ``("v1e.", body)``, ``("enc:", body)``; ``("", token)``
+    when it has none. A prefix is read past, never trusted: it names a scheme, it keeps no secret."""
+    found = _PREFIXED.match(token)
+    return (found.group(), token[found.end() :]) if found else ("", token)
 
 
 def too_deep(text: str) -> bool:

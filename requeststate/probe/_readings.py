@@ -31,10 +31,8 @@ from ._decode import (
     b64encode_like,
     hex_like,
     parse_json,
+    split_prefix,
 )
-
-PREFIX: Final = re.compile(r"[A-Za-z0-9_-]{1,16}")
-"""A token's prefix: short text before its first dot (``v1``, ``v1e``)."""
 
 _MAX_DEPTH: Final = 8
 _MAX_PARTS: Final = 16  # a token of more dot-separated parts is not read part by part
@@ -95,6 +93,9 @@ def _text(text: str, depth: int) -> Iterator[Reading]:
     if fields is not None:
         yield Reading(fields, "form-encoded text", _form_rebuild(text))
     yield from _hashed(text, depth)
+    prefix, rest = split_prefix(text)
+    if prefix and not prefix.endswith("."):  # after a dot, the rest is a part (below)
+        yield from _prefixed(prefix, rest, depth)
     if "." in text:
         yield from _parts(text, depth)
     else:
@@ -146,6 +147,12 @@ def _part_of(parts: list[str], index: int) -> Callable[[bytes], bytes]:
     before = "".join(part + "." for part in parts[:index]).encode()
     after = "".join("." + part for part in parts[index + 1 :]).encode()
     return lambda rebuilt: before + rebuilt + after
+
+
+def _prefixed(prefix: str, rest: str, depth: int) -> Iterator[Reading]:
+    lead = prefix.encode()
+    for reading in _text(rest, depth + 1):
+        yield _wrap(reading, f"after '{prefix}': {reading.wrapping}", lambda rebuilt: lead + rebuilt)
 
 
 def _parts(text: str, depth: int) -> Iterator[Reading]:
@@ -227,8 +234,8 @@ def _decoded(text: str) -> bytes | None:
 
 
 def _after_prefix(head: str) -> str | None:
-    prefix, dot, rest = head.partition(".")
-    return rest if dot and PREFIX.fullmatch(prefix) else None
+    prefix, rest = split_prefix(head)
+    return rest if prefix else None
 
 
 def views(head: str) -> Iterator[tuple[str, Callable[[str], bytes | None]]]:
