@@ -206,6 +206,16 @@ def test_aes_ctr_without_a_mac_fails_bit_flips_with_the_region_accepted() -> Non
     assert found["confidential"].result == "PASS"  # opaque, and malleable all the same
 
 
+def test_a_prefix_before_a_colon_is_read_past_for_bit_flips_and_confidentiality() -> None:
+    # issue 22: `ctr:` made the token "plain text": bits flipped in its characters, a false confidential FAIL.
+    report = in_process(gallery.broken("aes-ctr without a mac, behind ctr:"), require_confidential=True)
+    found = rows(report)
+    assert found["bit_flip"].result == "FAIL"
+    assert " of 63 (base64url) after 'ctr:' (the first: accepted" in found["bit_flip"].detail
+    assert found["confidential"].result == "PASS"
+    assert report.state == "ctr: token, 2 parts, 88 characters"
+
+
 def test_a_mac_over_part_of_the_state_fails_naming_the_members_left_out() -> None:
     # issue 22: exit 0 when only the first string and the first number were edited, both covered.
     found = rows(in_process(gallery.broken("mac over part of the state")))
@@ -1137,6 +1147,13 @@ def test_edits_go_inside_a_state_nested_as_json_text() -> None:
 def test_edits_past_the_limit_are_spread_over_the_state() -> None:
     found = edits.edits({f"k{i}": i for i in range(100)}, 5)
     assert [edit.field for edit in found] == ["k0", "k25", "k50", "k74", "k99"]
+
+
+def test_an_encoding_behind_a_prefix_is_opaque_and_text_after_one_is_plain_text() -> None:
+    ciphertext = _b64u(hashlib.sha512(b"ciphertext").digest())
+    for separator in ":|$~":
+        assert edits.readable(f"enc{separator}{ciphertext}") is None
+    assert edits.readable("user:alice") == "the state is plain text, not an encoding"
 
 
 def test_readable_sees_json_compressed_and_signed_payloads() -> None:

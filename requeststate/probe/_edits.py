@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, TypeVar
 
-from ._decode import TOKEN, b64decode, parse_json
+from ._decode import TOKEN, b64decode, parse_json, split_prefix
 from ._readings import readings
 
 MAX_MEMBERS: Final = 4096
@@ -143,16 +143,21 @@ def readable(token: str) -> str | None:
     """What of ``token`` the client can read, or ``None`` when it looks opaque.
 
     A heuristic, since the plaintext is unknown: the token reads down to JSON or form
-    fields through the layers of ``readings``, or it is plain text (it has characters
-    no base64 alphabet uses), or one of its dot-separated parts base64-decodes to a run
-    of 16 or more printable characters.
+    fields through the layers of ``readings``, or it is plain text (after any prefix, such
+    as ``v1.`` or ``enc:``, it has characters no base64 alphabet uses, or parts that do
+    not decode), or one of its dot-separated parts base64-decodes to a run of 16 or more
+    printable characters.
     """
     found = readings(token)
     if found:
         return f"{found[0].wrapping}, {_shape(found[0].value)}"
-    if token and not TOKEN.fullmatch(token):
+    prefix, body = split_prefix(token)
+    parts = body.split(".")
+    # After a dot, a part that does not decode may be a MAC's text; after ':' (``user:alice``), text.
+    undecoded = prefix[-1:] not in ("", ".") and any(b64decode(part) is None for part in parts)
+    if token and (not TOKEN.fullmatch(body) or undecoded):
         return "the state is plain text, not an encoding"
-    for index, part in enumerate(token.split(".")[:16], start=1):
+    for index, part in enumerate(parts[:16], start=1):
         raw = b64decode(part) if part else None
         if raw is not None and _PRINTABLE_RUN.search(raw):
             return f"part {index} base64-decodes to readable text"

@@ -219,6 +219,18 @@ def _ctr_open(token: str, call: Call) -> str:
     return (decryptor.update(raw[16:]) + decryptor.finalize()).decode()
 
 
+def _prefixed(prefix: str, scheme: tuple[Seal, Open]) -> tuple[Seal, Open]:
+    """``scheme`` behind ``prefix`` (``ctr:``), which the opening checks and strips."""
+    seal, open_ = scheme
+
+    def open_prefixed(token: str, call: Call) -> str:
+        if not token.startswith(prefix):
+            raise Refused
+        return open_(token.removeprefix(prefix), call)
+
+    return (lambda state, call: prefix + seal(state, call)), open_prefixed
+
+
 def _covered(draft: Mapping[str, Any]) -> str:
     return hmac.new(KEY, f"{draft['restaurant']}|{draft['step']}".encode(), hashlib.sha256).hexdigest()
 
@@ -312,6 +324,7 @@ BROKEN: Final[dict[str, tuple[Seal, Open]]] = {
     "expiry not checked": (_expiring_seal, _expiring_open),
     "guessable key": guessable(b"secret"),
     "aes-ctr without a mac": (_ctr_seal, _ctr_open),
+    "aes-ctr without a mac, behind ctr:": _prefixed("ctr:", (_ctr_seal, _ctr_open)),
     "mac over part of the state": (_partial_seal, _partial_open),
     "v1. prefix over an unkeyed hash": (_v1_digest_seal, _v1_digest_open),
     "v1e. prefix over an unkeyed hash": (_v1e_digest_seal, _v1e_digest_open),
