@@ -822,7 +822,7 @@ def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
         print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         """
     )
-    kinds = ["endless_pages", "endless_line", "many_values", "deep_state"]
+    kinds = ["endless_pages", "endless_line", "many_values", "deep_state", "inflating_parts"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", script, *kinds],
@@ -1050,6 +1050,32 @@ def test_an_unkeyed_hash_appended_inside_the_decoded_bytes_is_recognised_and_rec
 def test_a_compression_bomb_is_not_inflated() -> None:
     bomb = _b64u(zlib.compress(b'{"a":"' + b"x" * (2 << 20) + b'"}'))
     assert readings.readings(bomb) == []
+
+
+def _parts_read(token: str) -> set[str]:
+    return {reading.wrapping.partition(":")[0] for reading in readings.readings(token)}
+
+
+def test_one_budget_of_bytes_bounds_the_reading_of_every_part_together() -> None:
+    # issue 22: 16 parts each inflating to 1 MiB were each read in full (445 MiB at the peak).
+    inflating = _b64u(zlib.compress(json.dumps({"a": "x" * 1_000_000}).encode()))
+    found = _parts_read(".".join([inflating] * 16))
+    # Each part read spends 2 MB at least: its inflated bytes, then the same as text.
+    assert "part 1 of 16" in found
+    assert len(found) <= readings.MAX_DECODED // 2_000_000
+
+
+def test_one_budget_of_json_values_bounds_the_reading_of_every_part_together() -> None:
+    many = _b64u(zlib.compress(json.dumps([0] * 40_000).encode()))
+    found = _parts_read(".".join([many] * 16))
+    assert "part 1 of 16" in found
+    assert len(found) <= readings.MAX_VALUES_READ // 40_000
+
+
+def test_json_of_more_values_than_a_message_holds_is_not_read() -> None:
+    most = [0] * (decode.MAX_JSON_VALUES - 1)  # and the array itself
+    assert decode.parse_json(json.dumps(most)) == most
+    assert decode.parse_json(json.dumps([*most, 0])) is None
 
 
 def test_json_nested_past_the_bound_is_not_read() -> None:

@@ -19,6 +19,8 @@ from typing import Final
 
 MAX_READ_CHARS: Final = 1 << 20
 """The longest text (or bytes) read as JSON, or peeled further: far above any real state."""
+MAX_JSON_VALUES: Final = 50_000
+"""The most JSON values read from one text, as from one message: parsed, each takes some 100 bytes."""
 MAX_INFLATED: Final = 1 << 20
 """The most bytes a compressed state inflates to before the probe stops reading it (a bomb)."""
 
@@ -80,15 +82,22 @@ def too_deep(text: str) -> bool:
     return max(accumulate(map(_NESTING_STEP.get, brackets, repeat(0))), default=0) > MAX_JSON_DEPTH
 
 
+def json_values(text: str) -> int:
+    """At most how many values JSON ``text`` holds: one, and one more per ',', '[' or '{' (those in
+    strings count too: an overcount only makes the probe read less)."""
+    return 1 + text.count(",") + text.count("[") + text.count("{")
+
+
 def parse_json(raw: str | bytes) -> object | None:
-    """A JSON object or array, else ``None``; so too for text too long or nested too deep to read."""
+    """A JSON object or array, else ``None``; so too for text too long, of too many values, or nested
+    too deep to read."""
     if len(raw) > MAX_READ_CHARS:
         return None
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:
         return None
-    if too_deep(text):
+    if json_values(text) > MAX_JSON_VALUES or too_deep(text):
         return None
     try:
         value: object = json.loads(text)
@@ -102,12 +111,17 @@ def _deflate(raw: bytes) -> bytes:
     return compressor.compress(raw) + compressor.flush()
 
 
-def _inflate(wbits: int) -> Callable[[bytes], bytes]:
-    """Decompress at most ``MAX_INFLATED`` bytes: the state comes from the server, maybe a bomb."""
+Inflate = Callable[[bytes, int], bytes]
+"""Decompresses to at most so many bytes; raises ``zlib.error`` past them."""
 
-    def inflate(raw: bytes) -> bytes:
+
+def _inflate(wbits: int) -> Inflate:
+    """Decompress at most ``limit`` bytes (and never over ``MAX_INFLATED``): the state comes from the
+    server, maybe a bomb."""
+
+    def inflate(raw: bytes, limit: int) -> bytes:
         inflater = zlib.decompressobj(wbits=wbits)
-        inflated = inflater.decompress(raw, MAX_INFLATED)
+        inflated = inflater.decompress(raw, max(1, min(limit, MAX_INFLATED)))
         if inflater.unconsumed_tail or not inflater.eof:
             raise zlib.error("too large, or truncated")
         return inflated
@@ -115,9 +129,9 @@ def _inflate(wbits: int) -> Callable[[bytes], bytes]:
     return inflate
 
 
-COMPRESSIONS: Final[tuple[tuple[str, bytes, Callable[[bytes], bytes], Callable[[bytes], bytes]], ...]] = (
+COMPRESSIONS: Final[tuple[tuple[str, bytes, Inflate, Callable[[bytes], bytes]], ...]] = (
     ("zlib", b"\x78", _inflate(15), zlib.compress),
     ("gzip", b"\x1f\x8b", _inflate(31), lambda raw: gzip.compress(raw, mtime=0)),
     ("deflate", b"", _inflate(-15), _deflate),
 )
-"""Each: its name, the bytes it starts with, how to inflate (bounded), how to compress alike."""
+"""Each: its name, the bytes it starts with, how to inflate (to a bound), how to compress alike."""
