@@ -223,6 +223,20 @@ def test_a_mac_over_part_of_the_state_fails_naming_the_members_left_out() -> Non
     assert found["forged"].detail.startswith("1 of the 4 members edited went through: `state.price` (")
 
 
+def test_the_one_member_left_out_of_a_mac_over_44_is_edited() -> None:
+    # issue 22: 24 edits spread over 44 members left out the 43rd, the one uncovered: a PASS.
+    found = rows(in_process(gallery.broken("mac over part of a wide state")))
+    assert found["forged"].result == "FAIL"
+    assert found["forged"].detail.startswith("1 of the 44 members edited went through: `state.price` (")
+
+
+def test_a_pass_over_a_sample_of_the_members_says_how_many_were_edited() -> None:
+    seal, open_ = schemes.wide(100, price_covered=True)
+    found = rows(in_process(gallery.under("wide and covered", seal, open_)))
+    assert found["forged"].result == "PASS"
+    assert ", 64 of 104 members edited, e.g. `pad.m00` changed (number +1)" in found["forged"].detail
+
+
 def test_a_sound_server_that_reads_base64_leniently_is_a_warn_saying_what_it_means() -> None:
     report = in_process(gallery.lenient())
     found = rows(report)

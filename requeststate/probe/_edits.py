@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Final, Literal, TypeAlias, TypeVar
 
 from ._decode import TOKEN, b64decode, parse_json, split_prefix
@@ -55,6 +56,11 @@ def edits(value: object, limit: int) -> list[Edit]:
             changed, change, kind = edited
             made.append(Edit(changed, name, change, kind))
     return made
+
+
+def members(value: object) -> int:
+    """How many members ``edits`` may change in ``value`` (at most ``MAX_MEMBERS``)."""
+    return sum(1 for _ in islice(_members(value, (), "", 0), MAX_MEMBERS))
 
 
 def spread(items: Sequence[T], limit: int) -> list[T]:

@@ -248,6 +248,30 @@ def _partial_open(token: str, call: Call) -> str:
     return json.dumps(envelope["state"])
 
 
+def wide(padding: int, *, price_covered: bool) -> tuple[Seal, Open]:
+    """The state behind ``padding`` members (``pad.m00``...), all under an HMAC; the price too, if
+    ``price_covered``. Uncovered, the price is member ``padding + 2`` of ``padding + 4`` (the MAC last)."""
+
+    def covered(envelope: Mapping[str, Any]) -> str:
+        draft = envelope["state"]
+        members = [envelope["pad"], draft["restaurant"], draft["step"]]
+        if price_covered:
+            members.append(draft["price"])
+        return hmac.new(KEY, json.dumps(members).encode(), hashlib.sha256).hexdigest()
+
+    def seal(state: str, call: Call) -> str:
+        envelope = {"pad": {f"m{i:02}": i for i in range(padding)}, "state": json.loads(state)}
+        return json.dumps({**envelope, "mac": covered(envelope)})
+
+    def open_(token: str, call: Call) -> str:
+        envelope = json.loads(token)
+        if not hmac.compare_digest(covered(envelope), str(envelope["mac"])):
+            raise Refused
+        return json.dumps(envelope["state"])
+
+    return seal, open_
+
+
 def _v1_digest_seal(state: str, call: Call) -> str:
     return f"v1.{_b64u(state.encode())}.{_b64u(hashlib.sha256(state.encode()).digest())}"
 
@@ -326,6 +350,8 @@ BROKEN: Final[dict[str, tuple[Seal, Open]]] = {
     "aes-ctr without a mac": (_ctr_seal, _ctr_open),
     "aes-ctr without a mac, behind ctr:": _prefixed("ctr:", (_ctr_seal, _ctr_open)),
     "mac over part of the state": (_partial_seal, _partial_open),
+    # 44 members, the price 43rd: a sample of 24 evenly spread over them edited the 42nd and 44th.
+    "mac over part of a wide state": wide(40, price_covered=False),
     "v1. prefix over an unkeyed hash": (_v1_digest_seal, _v1_digest_open),
     "v1e. prefix over an unkeyed hash": (_v1e_digest_seal, _v1e_digest_open),
 }
