@@ -167,6 +167,27 @@ def test_an_unkeyed_hash_behind_our_prefix_is_recomputed(kind: str) -> None:
     assert "`restaurant`, `step`, `price`" in found["rehashed"].detail
 
 
+@pytest.mark.parametrize(
+    ("kind", "hashed"),
+    [
+        (
+            "unkeyed hash before the state",
+            "re-encoded as sha256 hex of the decoded bytes + '.' + base64url(JSON)",
+        ),
+        (
+            "v1e. prefix over an unkeyed hash before the state",
+            "re-encoded as part 2 of 2: base64url(sha256 prepended",
+        ),
+    ],
+)
+def test_an_unkeyed_hash_before_the_content_is_recomputed(kind: str, hashed: str) -> None:
+    # issue 22 (audit): `hexdigest.body` and v1e.+base64(sha256 || JSON) were exit 0 (rehashed SKIPped).
+    found = rows(in_process(gallery.broken(kind)))
+    assert found["rehashed"].result == "FAIL"
+    assert "`restaurant`, `step`, `price`" in found["rehashed"].detail
+    assert hashed in found["rehashed"].detail
+
+
 def test_a_guessable_mac_key_is_found_and_proven_by_a_forgery() -> None:
     # issue 22: a correct HMAC under b"secret" FAILed only on repadded; the flaw itself was missed.
     found = rows(in_process(gallery.broken("guessable key")))

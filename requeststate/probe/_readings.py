@@ -2,10 +2,11 @@
 
 A state is peeled layer by layer, as an attacker would: JSON, form-encoded text
 (``a=1&b=2``), base64 (standard and URL-safe, padded or not), hex, zlib, gzip,
-raw deflate, any one part of a dot-separated token (a prefix such as ``v1.`` or
-``v1e.`` is read past, never trusted), and an unkeyed hash (MD5, SHA-1 or SHA-2)
-after the content it covers: in text after a separator, in hex or base64, of the
-text before it or of its decoded bytes, or appended to decoded bytes. Each way of
+raw deflate, any one part of a dot-separated token (a prefix such as ``v1.``,
+``v1e.`` or ``enc:`` is read past, never trusted), and an unkeyed hash (MD5, SHA-1
+or SHA-2) beside the content it covers: in text after or before a separator, in hex
+or base64, of the text or of its decoded bytes, or appended or prepended to decoded
+bytes. One token's walk is bounded as a whole (``MAX_DECODED``). Each way of
 reading a state ends at a JSON value (or form fields) and comes with the function
 that wraps a changed value back the same way, recomputing the hash: a state so
 encoded can be forged by anyone.
@@ -243,7 +244,7 @@ def _bytes(raw: bytes, depth: int, walk: _Walk) -> Iterator[Reading]:
             continue
         for reading in _bytes(inflated, depth + 1, walk):
             yield _layer(reading, name, compress)
-    yield from _digest_appended(raw, depth, walk)
+    yield from _digest_inside(raw, depth, walk)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -287,25 +288,27 @@ def views(head: str) -> Iterator[tuple[str, Callable[[str], bytes | None]]]:
 
 
 def _hashed(text: str, depth: int, walk: _Walk) -> Iterator[Reading]:
-    """``head SEP hash(head)``: read ``head`` and recompute the hash on every rebuild."""
+    """``head SEP hash(head)``, or ``hash(body) SEP body``: read the content, recompute the hash on
+    every rebuild."""
     for separator in _HASH_SEPARATORS:
         head, found, tail = text.rpartition(separator)
-        digest = _digest(tail) if found and head else None
-        if digest is None:
-            continue
-        expected, spell, spelling = digest
-        for algorithm in _HASHES:
-            if hashlib.new(algorithm).digest_size != len(expected):
+        first, _, body = text.partition(separator)
+        for digest_text, content, digest_first in ((tail, head, False), (first, body, True)):
+            digest = _digest(digest_text) if found and content else None
+            if digest is None:
                 continue
-            for view_name, view in views(head):
-                covered = view(head)
-                if covered is None or hashlib.new(algorithm, covered).digest() != expected:
+            expected, spell, spelling = digest
+            for algorithm in _HASHES:
+                if hashlib.new(algorithm).digest_size != len(expected):
                     continue
-                for reading in _text(head, depth + 1, walk):
-                    yield _rehashing(
-                        reading, separator, algorithm, view, spell, f"{algorithm} {spelling}{view_name}"
-                    )
-                return
+                for view_name, view in views(content):
+                    covered = view(content)
+                    if covered is None or hashlib.new(algorithm, covered).digest() != expected:
+                        continue
+                    hashed = f"{algorithm} {spelling}{view_name}"
+                    for reading in _text(content, depth + 1, walk):
+                        yield _rehashing(reading, separator, algorithm, view, spell, hashed, digest_first)
+                    return
 
 
 def _rehashing(
@@ -315,37 +318,53 @@ def _rehashing(
     view: Callable[[str], bytes | None],
     spell: Callable[[bytes], str],
     hashed: str,
+    digest_first: bool,
 ) -> Reading:
     inner = reading.rebuild_bytes
 
     def rebuild(value: object) -> bytes:
-        head = inner(value).decode("utf-8")
-        covered = view(head) or b""
-        return f"{head}{separator}{spell(hashlib.new(algorithm, covered).digest())}".encode()
+        content = inner(value).decode("utf-8")
+        digest = spell(hashlib.new(algorithm, view(content) or b"").digest())
+        return (f"{digest}{separator}{content}" if digest_first else f"{content}{separator}{digest}").encode()
 
-    wrapping = f"{reading.wrapping} + '{separator}' + {hashed}"
-    return Reading(reading.value, wrapping, rebuild, hashed)
+    if digest_first:
+        return Reading(reading.value, f"{hashed} + '{separator}' + {reading.wrapping}", rebuild, hashed)
+    return Reading(reading.value, f"{reading.wrapping} + '{separator}' + {hashed}", rebuild, hashed)
 
 
-def _digest_appended(raw: bytes, depth: int, walk: _Walk) -> Iterator[Reading]:
-    """``content || hash(content)`` in decoded bytes: read the content, recompute the hash on rebuild."""
+def _digest_inside(raw: bytes, depth: int, walk: _Walk) -> Iterator[Reading]:
+    """``content || hash(content)`` or ``hash(content) || content`` in decoded bytes: read the content,
+    recompute the hash on rebuild."""
     for size in _DIGEST_SIZES:
-        content, tail = raw[:-size], raw[-size:]
-        if not content:
-            continue
-        for algorithm in _HASHES:
-            if hashlib.new(algorithm).digest_size != size or hashlib.new(algorithm, content).digest() != tail:
+        for content, digest, where in (
+            (raw[:-size], raw[-size:], "appended"),
+            (raw[size:], raw[:size], "prepended"),
+        ):
+            if not content:
                 continue
-            for reading in _bytes(content, depth + 1, walk):
-                inner = reading.rebuild_bytes
+            for algorithm in _HASHES:
+                if (
+                    hashlib.new(algorithm).digest_size != size
+                    or hashlib.new(algorithm, content).digest() != digest
+                ):
+                    continue
+                hashed = f"{algorithm} {where}"
+                for reading in _bytes(content, depth + 1, walk):
+                    yield _rehashing_bytes(reading, algorithm, hashed, prepended=where == "prepended")
+                return
 
-                def rebuild(value: object, inner: Rebuild = inner, algorithm: str = algorithm) -> bytes:
-                    changed = inner(value)
-                    return changed + hashlib.new(algorithm, changed).digest()
 
-                hashed = f"{algorithm} appended"
-                yield Reading(reading.value, f"{reading.wrapping} + {hashed}", rebuild, hashed)
-            return
+def _rehashing_bytes(reading: Reading, algorithm: str, hashed: str, *, prepended: bool) -> Reading:
+    inner = reading.rebuild_bytes
+
+    def rebuild(value: object) -> bytes:
+        changed = inner(value)
+        digest = hashlib.new(algorithm, changed).digest()
+        return digest + changed if prepended else changed + digest
+
+    if prepended:
+        return Reading(reading.value, f"{hashed} + {reading.wrapping}", rebuild, hashed)
+    return Reading(reading.value, f"{reading.wrapping} + {hashed}", rebuild, hashed)
 
 
 # --- JWT ------------------------------------------------------------------------------------------------

@@ -299,6 +299,33 @@ def _v1e_digest_open(token: str, call: Call) -> str:
     return state.decode()
 
 
+def _digest_first_seal(state: str, call: Call) -> str:
+    return f"{hashlib.sha256(state.encode()).hexdigest()}.{_b64u(state.encode())}"
+
+
+def _digest_first_open(token: str, call: Call) -> str:
+    """An unkeyed SHA-256 of the decoded state, in hex, before it."""
+    digest, _, body = token.partition(".")
+    state = _unb64u(body)
+    if not hmac.compare_digest(hashlib.sha256(state).hexdigest(), digest):
+        raise Refused
+    return state.decode()
+
+
+def _v1e_digest_first_seal(state: str, call: Call) -> str:
+    return "v1e." + _b64u(hashlib.sha256(state.encode()).digest() + state.encode())
+
+
+def _v1e_digest_first_open(token: str, call: Call) -> str:
+    """Our ``v1e.`` prefix over a readable state after its unkeyed SHA-256."""
+    prefix, _, body = token.partition(".")
+    raw = _unb64u(body)
+    digest, state = raw[:32], raw[32:]
+    if prefix != "v1e" or not hmac.compare_digest(hashlib.sha256(state).digest(), digest):
+        raise Refused
+    return state.decode()
+
+
 def _bound_mac(state: bytes, nonce: bytes, call: Call) -> bytes:
     return _mac(b"|".join([state, nonce, call.target.encode(), _arguments_digest(call).encode()]))
 
@@ -354,4 +381,6 @@ BROKEN: Final[dict[str, tuple[Seal, Open]]] = {
     "mac over part of a wide state": wide(40, price_covered=False),
     "v1. prefix over an unkeyed hash": (_v1_digest_seal, _v1_digest_open),
     "v1e. prefix over an unkeyed hash": (_v1e_digest_seal, _v1e_digest_open),
+    "unkeyed hash before the state": (_digest_first_seal, _digest_first_open),
+    "v1e. prefix over an unkeyed hash before the state": (_v1e_digest_first_seal, _v1e_digest_first_open),
 }
