@@ -52,7 +52,7 @@ from requeststate.probe import _mutations as mutations
 from requeststate.probe import _placeholders as placeholders
 from requeststate.probe import _readings as readings
 from requeststate.probe import _spelling as spelling
-from requeststate.probe._checks import FLAWS
+from requeststate.probe._flaws import FLAWS
 from tests.support import probe_gallery as gallery
 from tests.support import probe_schemes as schemes
 from tests.support import probe_server, processes
@@ -167,6 +167,27 @@ def test_an_unkeyed_hash_behind_our_prefix_is_recomputed(kind: str) -> None:
     assert "`restaurant`, `step`, `price`" in found["rehashed"].detail
 
 
+@pytest.mark.parametrize(
+    ("kind", "hashed"),
+    [
+        (
+            "unkeyed hash before the state",
+            "re-encoded as sha256 hex of the decoded bytes + '.' + base64url(JSON)",
+        ),
+        (
+            "v1e. prefix over an unkeyed hash before the state",
+            "re-encoded as part 2 of 2: base64url(sha256 prepended",
+        ),
+    ],
+)
+def test_an_unkeyed_hash_before_the_content_is_recomputed(kind: str, hashed: str) -> None:
+    # issue 22 (audit): `hexdigest.body` and v1e.+base64(sha256 || JSON) were exit 0 (rehashed SKIPped).
+    found = rows(in_process(gallery.broken(kind)))
+    assert found["rehashed"].result == "FAIL"
+    assert "`restaurant`, `step`, `price`" in found["rehashed"].detail
+    assert hashed in found["rehashed"].detail
+
+
 def test_a_guessable_mac_key_is_found_and_proven_by_a_forgery() -> None:
     # issue 22: a correct HMAC under b"secret" FAILed only on repadded; the flaw itself was missed.
     found = rows(in_process(gallery.broken("guessable key")))
@@ -206,11 +227,35 @@ def test_aes_ctr_without_a_mac_fails_bit_flips_with_the_region_accepted() -> Non
     assert found["confidential"].result == "PASS"  # opaque, and malleable all the same
 
 
+def test_a_prefix_before_a_colon_is_read_past_for_bit_flips_and_confidentiality() -> None:
+    # issue 22: `ctr:` made the token "plain text": bits flipped in its characters, a false confidential FAIL.
+    report = in_process(gallery.broken("aes-ctr without a mac, behind ctr:"), require_confidential=True)
+    found = rows(report)
+    assert found["bit_flip"].result == "FAIL"
+    assert " of 63 (base64url) after 'ctr:' (the first: accepted" in found["bit_flip"].detail
+    assert found["confidential"].result == "PASS"
+    assert report.state == "ctr: token, 2 parts, 88 characters"
+
+
 def test_a_mac_over_part_of_the_state_fails_naming_the_members_left_out() -> None:
     # issue 22: exit 0 when only the first string and the first number were edited, both covered.
     found = rows(in_process(gallery.broken("mac over part of the state")))
     assert found["forged"].result == "FAIL"
     assert found["forged"].detail.startswith("1 of the 4 members edited went through: `state.price` (")
+
+
+def test_the_one_member_left_out_of_a_mac_over_44_is_edited() -> None:
+    # issue 22: 24 edits spread over 44 members left out the 43rd, the one uncovered: a PASS.
+    found = rows(in_process(gallery.broken("mac over part of a wide state")))
+    assert found["forged"].result == "FAIL"
+    assert found["forged"].detail.startswith("1 of the 44 members edited went through: `state.price` (")
+
+
+def test_a_pass_over_a_sample_of_the_members_says_how_many_were_edited() -> None:
+    seal, open_ = schemes.wide(100, price_covered=True)
+    found = rows(in_process(gallery.under("wide and covered", seal, open_)))
+    assert found["forged"].result == "PASS"
+    assert ", 64 of 104 members edited, e.g. `pad.m00` changed (number +1)" in found["forged"].detail
 
 
 def test_a_sound_server_that_reads_base64_leniently_is_a_warn_saying_what_it_means() -> None:
@@ -235,7 +280,10 @@ def test_single_use_kept_by_the_tokens_text_fails_the_replay_row() -> None:
 def test_another_spelling_accepted_fails_when_the_state_has_no_integrity() -> None:
     found = rows(in_process(gallery.broken("guessable key")))
     assert found["repadded"].result == "FAIL"
-    assert found["repadded"].detail.endswith("and the state has no integrity at all (see guessed_key)")
+    # issue 22: it said "the state has no integrity at all" of a MAC under a guessable key.
+    assert found["repadded"].detail.endswith(
+        "and the guessed_key row FAILed: guessable MAC key: anyone can sign a state with it"
+    )
 
 
 def test_every_fail_names_the_flaw_it_proves() -> None:
@@ -809,7 +857,7 @@ def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
         print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         """
     )
-    kinds = ["endless_pages", "endless_line", "many_values", "deep_state"]
+    kinds = ["endless_pages", "endless_line", "many_values", "deep_state", "inflating_parts"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", script, *kinds],
@@ -1039,12 +1087,57 @@ def test_a_compression_bomb_is_not_inflated() -> None:
     assert readings.readings(bomb) == []
 
 
+def _parts_read(token: str) -> set[str]:
+    return {reading.wrapping.partition(":")[0] for reading in readings.readings(token)}
+
+
+def test_one_budget_of_bytes_bounds_the_reading_of_every_part_together() -> None:
+    # issue 22: 16 parts each inflating to 1 MiB were each read in full (445 MiB at the peak).
+    inflating = _b64u(zlib.compress(json.dumps({"a": "x" * 1_000_000}).encode()))
+    found = _parts_read(".".join([inflating] * 16))
+    # Each part read spends 2 MB at least: its inflated bytes, then the same as text.
+    assert "part 1 of 16" in found
+    assert len(found) <= readings.MAX_DECODED // 2_000_000
+
+
+def test_one_budget_of_json_values_bounds_the_reading_of_every_part_together() -> None:
+    many = _b64u(zlib.compress(json.dumps([0] * 40_000).encode()))
+    found = _parts_read(".".join([many] * 16))
+    assert "part 1 of 16" in found
+    assert len(found) <= readings.MAX_VALUES_READ // 40_000
+
+
+def test_json_of_more_values_than_a_message_holds_is_not_read() -> None:
+    most = [0] * (decode.MAX_JSON_VALUES - 1)  # and the array itself
+    assert decode.parse_json(json.dumps(most)) == most
+    assert decode.parse_json(json.dumps([*most, 0])) is None
+
+
 def test_json_nested_past_the_bound_is_not_read() -> None:
     # issue 22: parse_json raised RecursionError on a state 50,000 deep.
     deep = '{"a":' * 50_000 + "1" + "}" * 50_000
     assert decode.parse_json(deep) is None
     assert readings.readings(_b64u(deep.encode())) == []
     assert decode.parse_json("[" + "1," * (1 << 20) + "1]") is None  # past the size bound
+
+
+DEPTH_CASES = {
+    "nested to the bound": ("[" * 128 + "]" * 128, False),
+    "nested past the bound": ("[" * 129 + "]" * 129, True),
+    "brackets in a string": ('["' + "[" * 200 + '"]', False),
+    "brackets after an escaped quote, in the string": ('["\\"' + "[" * 200 + '"]', False),
+    "brackets after an escaped backslash, out of the string": ('["\\\\"' + "[" * 200 + "]" * 201, True),
+    "brackets in a string that never ends": ("[" * 100 + '"' + "[" * 200, False),
+    # issue 22: from every quote of this the core's pattern rescanned to the end (80 KB: 13 s).
+    "a deep prefix, then quotes and backslashes": ("[" * 129 + '"\\' * 100_000, True),
+    "quotes and backslashes, then brackets": ('"\\' * 100_000 + "[" * 200, False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEPTH_CASES))
+def test_the_depth_of_json_is_judged_outside_its_strings(case: str) -> None:
+    text, deep = DEPTH_CASES[case]
+    assert decode.too_deep(text) is deep
 
 
 def test_a_keyed_mac_is_not_taken_for_an_unkeyed_hash() -> None:
@@ -1096,6 +1189,16 @@ def test_edits_change_every_member_once_and_name_it() -> None:
     assert edits.edits({"a": []}, 99) == []
 
 
+def test_a_string_of_digits_python_cannot_read_as_a_number_gets_an_x() -> None:
+    # issue 22: "²" (a digit to isdigit, not to int) and 5,000 digits (past int's limit) crashed the probe.
+    found = edits.edits({"squared": "²", "long": "9" * 5000}, 99)
+    assert [(e.field, e.change, e.kind) for e in found] == [
+        ("squared", "'x' appended", "string"),
+        ("long", "'x' appended", "string"),
+    ]
+    assert found[0].value == {"squared": "²x", "long": "9" * 5000}
+
+
 def test_edits_go_inside_a_state_nested_as_json_text() -> None:
     edit = edits.edits({"s": '{"step":1,"who":"al"}', "exp": 5}, 99)[1]
     assert edit.field == "s.who"
@@ -1105,6 +1208,13 @@ def test_edits_go_inside_a_state_nested_as_json_text() -> None:
 def test_edits_past_the_limit_are_spread_over_the_state() -> None:
     found = edits.edits({f"k{i}": i for i in range(100)}, 5)
     assert [edit.field for edit in found] == ["k0", "k25", "k50", "k74", "k99"]
+
+
+def test_an_encoding_behind_a_prefix_is_opaque_and_text_after_one_is_plain_text() -> None:
+    ciphertext = _b64u(hashlib.sha512(b"ciphertext").digest())
+    for separator in ":|$~":
+        assert edits.readable(f"enc{separator}{ciphertext}") is None
+    assert edits.readable("user:alice") == "the state is plain text, not an encoding"
 
 
 def test_readable_sees_json_compressed_and_signed_payloads() -> None:
@@ -1270,6 +1380,42 @@ def test_a_hostile_schema_gets_bounded_placeholders() -> None:
     assert arguments["many"] == [1] * 64
     assert arguments["long"] == "probe".ljust(1024, "x")
     assert len(json.dumps(arguments["deep"])) < 200
+
+
+def _values(value: object, limit: int = 10_000) -> int:
+    """How many JSON values ``value`` holds, itself included, counted up to ``limit`` (then ``limit``):
+    a list repeating one item holds each copy, and 64**6 of them would take hours to count."""
+    count, pending = 0, [value]
+    while pending and count < limit:
+        item = pending.pop()
+        count += 1
+        pending.extend(item if isinstance(item, list) else item.values() if isinstance(item, dict) else ())
+    return count
+
+
+def test_nested_min_items_are_honoured_only_within_one_bound_for_the_whole_value() -> None:
+    # issue 22: six nested arrays of minItems 64 asked for 64**6 values: a panic, then a hang.
+    nested: dict[str, Any] = {"type": "integer"}
+    for _ in range(6):
+        nested = {"type": "array", "items": nested, "minItems": 64}
+    schema = {"type": "object", "properties": {"x": nested}, "required": ["x"]}
+    value = placeholders.placeholder_arguments(Tool(name="t", input_schema=schema))["x"]
+    assert _values(value) < 2 * placeholders.MAX_VALUES  # at least one item per array past the bound
+    innermost = value[0][0][0][0][0]
+    assert innermost == [1] * 64  # the first arrays filled get all they ask for
+    assert len(value) == 1  # the outer ones, past the bound, one item each
+
+
+def test_an_answer_to_a_form_is_bounded_alike() -> None:
+    many = {"type": "array", "items": {"type": "string"}, "minItems": 64}
+    schema = {"type": "object", "properties": {f"p{i}": many for i in range(40)}}
+    form = ElicitRequestFormParams(message="?", requested_schema=schema)
+    reply = placeholders.answers({"form": ElicitRequest(params=form)})["form"]
+    assert isinstance(reply, ElicitResult)
+    assert reply.content is not None
+    assert _values(reply.content) < 2 * placeholders.MAX_VALUES
+    assert reply.content["p0"] == ["probe"] * 64
+    assert reply.content["p39"] == ["probe"]
 
 
 def test_report_exit_codes_and_summary() -> None:

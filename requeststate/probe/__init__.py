@@ -35,7 +35,8 @@ How an answer is judged:
   that moves on (asks something else). Each FAIL names the flaw it proves
   (``Check.flaw``). Another spelling of the same token accepted is a WARN, not
   a FAIL: the server decodes leniently, which matters to a replay guard keyed on
-  the token's text, not to integrity; unless the state has no integrity at all.
+  the token's text, not to integrity; unless another check found its integrity broken
+  (the row names it).
 - A lost connection or a timeout is neither: the check reports ERROR.
 
 A PASS proves that this attempt was refused, no more: the probe has no key,

@@ -1,40 +1,19 @@
-"""The checks in order, the flaw each FAIL proves, and running them (with a progress line each)."""
+"""The checks in order, and running them (with a progress line each)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Final, TextIO
+from typing import TextIO
 
 from . import _binding as binding
 from . import _forgery as forgery
 from . import _tampering as tampering
+from ._flaws import FLAWS
 from ._plan import Plan, Verdict
 from ._report import Check, Report
 from ._session import ProbeError, TransportFailure
-
-FLAWS: Final = {
-    "bit_flip": "malleable state: no MAC or AEAD tag covers these bytes, so flipped bits go through",
-    "truncated": "the token is not authenticated to its end: a truncated one is accepted",
-    "extended": "the token is not authenticated as a whole: bytes appended to it are ignored",
-    "tag_stripped": "the MAC/tag is optional: a token without it is accepted",
-    "tag_truncated": "the MAC/tag is compared only as far as it goes: a shortened one is accepted",
-    "prefix_swapped": "the prefix is not authenticated: a token relabelled as another version is accepted",
-    "random": "the state is not authenticated before use: one the server never minted got in",
-    "forged": "no integrity over these members: the client changes them at will",
-    "rehashed": "an unkeyed hash is no MAC: anyone recomputes it over a changed state",
-    "guessed_key": "guessable MAC key: anyone can sign a state with it",
-    "alg_none": "the JWT's own alg header is trusted: alg none turns its signature off",
-    "repadded": "the state is read without integrity, however it is spelled",
-    "arguments": "the state is not bound to the call's arguments",
-    "cross_tool": "the state is not bound to the tool, prompt or resource that minted it",
-    "other_user": "the state is not bound to the user it was minted for",
-    "expiry": "the state's expiry is not enforced",
-    "replay": "a state can be redeemed more than once",
-    "confidential": "the client can read the state",
-}
-"""What a FAIL of each check proves."""
 
 
 def _checks(plan: Plan) -> list[tuple[str, str, Callable[[], Awaitable[Verdict]]]]:

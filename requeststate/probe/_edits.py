@@ -6,15 +6,17 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Final, Literal, TypeAlias, TypeVar
 
-from ._decode import TOKEN, b64decode, parse_json
+from ._decode import TOKEN, b64decode, parse_json, split_prefix
 from ._readings import readings
 
 MAX_MEMBERS: Final = 4096
 """The most members looked at in one state; the edits are spread over these."""
 _MAX_DEPTH: Final = 64  # members nested deeper are not edited (a state nested as JSON text counts too)
 _MAX_FIELD_CHARS: Final = 80
+_MAX_DIGITS: Final = 1000  # Python refuses to read an int of over 4300 digits; no state holds one anyway
 _PRINTABLE_RUN: Final = re.compile(rb"[\x20-\x7e]{16,}")
 
 T = TypeVar("T")
@@ -54,6 +56,11 @@ def edits(value: object, limit: int) -> list[Edit]:
             changed, change, kind = edited
             made.append(Edit(changed, name, change, kind))
     return made
+
+
+def members(value: object) -> int:
+    """How many members ``edits`` may change in ``value`` (at most ``MAX_MEMBERS``)."""
+    return sum(1 for _ in islice(_members(value, (), "", 0), MAX_MEMBERS))
 
 
 def spread(items: Sequence[T], limit: int) -> list[T]:
@@ -120,7 +127,8 @@ def _changed(value: object) -> tuple[object, str, Kind] | None:
     if value is None:
         return "x", "null set to 'x'", "null"
     if isinstance(value, str):
-        if value.isdigit():  # a number in form fields or text: still a number
+        # A number in form fields or text stays a number; ``isdigit`` alone takes "²" for one.
+        if value.isascii() and value.isdigit() and len(value) <= _MAX_DIGITS:
             return str(int(value) + 1), "number +1", "number"
         return value + "x", "'x' appended", "string"
     return None
@@ -141,16 +149,21 @@ def readable(token: str) -> str | None:
     """What of ``token`` the client can read, or ``None`` when it looks opaque.
 
     A heuristic, since the plaintext is unknown: the token reads down to JSON or form
-    fields through the layers of ``readings``, or it is plain text (it has characters
-    no base64 alphabet uses), or one of its dot-separated parts base64-decodes to a run
-    of 16 or more printable characters.
+    fields through the layers of ``readings``, or it is plain text (after any prefix, such
+    as ``v1.`` or ``enc:``, it has characters no base64 alphabet uses, or parts that do
+    not decode), or one of its dot-separated parts base64-decodes to a run of 16 or more
+    printable characters.
     """
     found = readings(token)
     if found:
         return f"{found[0].wrapping}, {_shape(found[0].value)}"
-    if token and not TOKEN.fullmatch(token):
+    prefix, body = split_prefix(token)
+    parts = body.split(".")
+    # After a dot, a part that does not decode may be a MAC's text; after ':' (``user:alice``), text.
+    undecoded = prefix[-1:] not in ("", ".") and any(b64decode(part) is None for part in parts)
+    if token and (not TOKEN.fullmatch(body) or undecoded):
         return "the state is plain text, not an encoding"
-    for index, part in enumerate(token.split(".")[:16], start=1):
+    for index, part in enumerate(parts[:16], start=1):
         raw = b64decode(part) if part else None
         if raw is not None and _PRINTABLE_RUN.search(raw):
             return f"part {index} base64-decodes to readable text"

@@ -19,9 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Final, TypeAlias
 
-from ._decode import BASE64, HEX, b64decode, b64encode_like, hex_like
+from ._decode import BASE64, HEX, b64decode, b64encode_like, hex_like, split_prefix
 from ._edits import edits
-from ._readings import PREFIX, Reading, byte_readings, readings, views
+from ._readings import Reading, byte_readings, readings, views
 
 WORDLIST: Final = "common_secrets.txt"
 """The built-in list of common secrets, a data file of this package."""
@@ -143,16 +143,11 @@ def _dotted(token: str) -> Iterator[Mac]:
 
 def _blob(token: str) -> Iterator[Mac]:
     """``[prefix.]encode(content || tag)``: one blob whose last bytes are a MAC of the readable rest."""
-    prefix, dot, body = token.partition(".")
-    if not dot:
-        prefix, body = "", token
-    elif "." in body or not PREFIX.fullmatch(prefix):
-        return
-    decoded = _decode_tag(body)
+    lead, body = split_prefix(token)
+    decoded = _decode_tag(body) if "." not in body else None
     if decoded is None:
         return
     raw, spell = decoded
-    lead = prefix + dot
     for size, algorithm in _ALGORITHMS.items():
         content = raw[:-size]
         found = byte_readings(content) if len(raw) > size else []

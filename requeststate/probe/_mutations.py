@@ -11,8 +11,7 @@ from typing import Final, TypeAlias
 
 from requeststate._modes import MODE_BY_PREFIX, Mode
 
-from ._decode import TOKEN, b64decode, b64encode_like
-from ._readings import PREFIX
+from ._decode import TOKEN, b64decode, b64encode_like, split_prefix
 
 Mutation: TypeAlias = Callable[[str], "str | None"]
 """A change to a token; ``None`` when it does not apply to this token."""
@@ -31,6 +30,11 @@ _BLOB_TAG_BYTES: Final = 16  # the AEAD tag (GCM, Poly1305) at the end of a one-
 _MIN_BLOB_BYTES: Final = _BLOB_TAG_BYTES + 1
 
 
+def _token(token: str) -> bool:
+    """Whether ``token`` is base64 or hex parts and dots after any prefix: one a tag may end."""
+    return TOKEN.fullmatch(split_prefix(token)[1]) is not None
+
+
 def truncated(token: str) -> str | None:
     """Drop the last 4 characters."""
     return token[:-4] if len(token) > 4 else None
@@ -42,23 +46,19 @@ def extended(token: str) -> str | None:
 
 
 def _blob(token: str) -> tuple[str, str] | None:
-    """``(prefix with its dot, blob)`` for a one-blob token (``v1e.<blob>``, or a bare blob), else ``None``.
+    """``(prefix, blob)`` for a one-blob token (``v1e.<blob>``, ``enc:<blob>``, a bare blob), else ``None``.
 
     In a one-blob token the tag (or MAC) is the blob's last bytes; in a token of two or more
     parts whose first part is not a short prefix (``payload.mac``, ``v1.payload.mac``,
     ``header.payload.signature``) it is the last part.
     """
-    parts = token.split(".")
-    if len(parts) == 1:
-        return "", token
-    if len(parts) == 2 and PREFIX.fullmatch(parts[0]):
-        return parts[0] + ".", parts[1]
-    return None
+    prefix, body = split_prefix(token)
+    return None if "." in body else (prefix, body)
 
 
 def tag_removed(token: str) -> str | None:
     """The MAC or tag removed: the last part and its dot, or a one-blob token's last 16 bytes."""
-    if not TOKEN.fullmatch(token):
+    if not _token(token):
         return None
     blob = _blob(token)
     if blob is None:
@@ -72,14 +72,14 @@ def tag_removed(token: str) -> str | None:
 
 def tag_emptied(token: str) -> str | None:
     """The MAC emptied: the last part of a token of two or more parts, its dot kept (``payload.``)."""
-    if not TOKEN.fullmatch(token) or _blob(token) is not None:
+    if not _token(token) or _blob(token) is not None:
         return None
     return token.rpartition(".")[0] + "."
 
 
 def tag_halved(token: str) -> str | None:
     """The MAC or tag cut to half its bytes: of the last part, or of a one-blob token's last 16 bytes."""
-    if not TOKEN.fullmatch(token):
+    if not _token(token):
         return None
     blob = _blob(token)
     if blob is None:
@@ -97,23 +97,23 @@ def tag_halved(token: str) -> str | None:
 
 def tag_text_halved(token: str) -> str | None:
     """The last part cut to half its characters: a MAC compared as text, a prefix at a time."""
-    if not TOKEN.fullmatch(token) or _blob(token) is not None:
+    if not _token(token) or _blob(token) is not None:
         return None
     head, _, mac = token.rpartition(".")
     return f"{head}.{mac[: len(mac) // 2]}" if len(mac) >= 2 else None
 
 
 def prefix_swapped(token: str) -> str | None:
-    """``v1.`` <-> ``v1e.`` (``v1x.`` -> ``v1e.``); another prefix gets an ``x`` appended."""
-    prefix, dot, rest = token.partition(".")
-    if not dot or not PREFIX.fullmatch(prefix):
+    """``v1.`` <-> ``v1e.`` (``v1x.`` -> ``v1e.``); another prefix gets an ``x`` appended (``encx:``)."""
+    prefix, rest = split_prefix(token)
+    if not prefix:
         return None
-    return _KNOWN_PREFIXES.get(prefix, prefix + "x") + "." + rest
+    name, separator = prefix[:-1], prefix[-1]
+    return _KNOWN_PREFIXES.get(name, name + "x") + separator + rest
 
 
 def random_like(token: str) -> str:
     """A state the server never minted: random base64url of the same length, after the same prefix."""
-    prefix, dot, _ = token.partition(".")
-    keep = prefix + dot if dot and PREFIX.fullmatch(prefix) else ""
+    keep, _ = split_prefix(token)
     length = len(token) - len(keep)
     return keep + secrets.token_urlsafe(length)[:length]

@@ -27,10 +27,22 @@ PLACEHOLDER: Final = "probe"
 _MAX_DEPTH: Final = 16
 _MAX_ITEMS: Final = 64
 _MAX_LENGTH: Final = 1024
+MAX_VALUES: Final = 1000
+"""The most JSON values in one placeholder (arguments, or an answer to a form): ``minItems`` at each of
+nested arrays multiplies, so an array that would pass this bound holds fewer items than its schema asks
+for (one, once the bound is reached)."""
 
 
-def _placeholder(schema: object, depth: int) -> object:
+class _Room:
+    """How many more values a placeholder may hold: one bound for the whole value, not per array."""
+
+    def __init__(self) -> None:
+        self.left = MAX_VALUES
+
+
+def _placeholder(schema: object, depth: int, room: _Room) -> object:
     """A plausible value for ``schema``: the same one every time, so every round is answered alike."""
+    room.left -= 1
     if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
         return PLACEHOLDER
     for keyword in ("const", "default"):
@@ -41,7 +53,7 @@ def _placeholder(schema: object, depth: int) -> object:
     for keyword in ("anyOf", "oneOf", "allOf"):
         branches = schema.get(keyword)
         if isinstance(branches, list) and branches:
-            return _placeholder(branches[0], depth + 1)
+            return _placeholder(branches[0], depth + 1, room)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
@@ -54,12 +66,24 @@ def _placeholder(schema: object, depth: int) -> object:
     if kind == "null":
         return None
     if kind == "array":
-        items = schema.get("items")
-        count = schema.get("minItems")
-        return [_placeholder(items, depth + 1)] * (min(count, _MAX_ITEMS) if isinstance(count, int) else 0)
+        return _array(schema, depth, room)
     if kind == "object" or "properties" in schema:
-        return _object(schema, every_property=False, depth=depth + 1)
+        return _object(schema, every_property=False, depth=depth + 1, room=room)
     return _string(schema)
+
+
+def _array(schema: Mapping[str, Any], depth: int, room: _Room) -> list[object]:
+    """``minItems`` copies of the item's placeholder, as many as ``room`` holds (at least one)."""
+    wanted = schema.get("minItems")
+    wanted = min(wanted, _MAX_ITEMS) if isinstance(wanted, int) else 0
+    if wanted <= 0:
+        return []
+    before = room.left
+    item = _placeholder(schema.get("items"), depth + 1, room)
+    size = before - room.left
+    copies = min(wanted - 1, max(room.left, 0) // size)
+    room.left -= copies * size
+    return [item] * (1 + copies)
 
 
 def _string(schema: Mapping[str, Any]) -> str:
@@ -79,14 +103,19 @@ def _string(schema: Mapping[str, Any]) -> str:
     return text
 
 
-def _object(schema: Mapping[str, Any], *, every_property: bool, depth: int = 0) -> dict[str, Any]:
+def _object(
+    schema: Mapping[str, Any], *, every_property: bool, depth: int = 0, room: _Room | None = None
+) -> dict[str, Any]:
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         return {}
     required = schema.get("required")
     wanted = {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
+    room = _Room() if room is None else room
     return {
-        name: _placeholder(sub, depth) for name, sub in properties.items() if every_property or name in wanted
+        name: _placeholder(sub, depth, room)
+        for name, sub in properties.items()
+        if every_property or name in wanted
     }
 
 

@@ -2,10 +2,11 @@
 
 A state is peeled layer by layer, as an attacker would: JSON, form-encoded text
 (``a=1&b=2``), base64 (standard and URL-safe, padded or not), hex, zlib, gzip,
-raw deflate, any one part of a dot-separated token (a prefix such as ``v1.`` or
-``v1e.`` is read past, never trusted), and an unkeyed hash (MD5, SHA-1 or SHA-2)
-after the content it covers: in text after a separator, in hex or base64, of the
-text before it or of its decoded bytes, or appended to decoded bytes. Each way of
+raw deflate, any one part of a dot-separated token (a prefix such as ``v1.``,
+``v1e.`` or ``enc:`` is read past, never trusted), and an unkeyed hash (MD5, SHA-1
+or SHA-2) beside the content it covers: in text after or before a separator, in hex
+or base64, of the text or of its decoded bytes, or appended or prepended to decoded
+bytes. One token's walk is bounded as a whole (``MAX_DECODED``). Each way of
 reading a state ends at a JSON value (or form fields) and comes with the function
 that wraps a changed value back the same way, recomputing the hash: a state so
 encoded can be forged by anyone.
@@ -13,6 +14,7 @@ encoded can be forged by anyone.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -26,16 +28,25 @@ from ._decode import (
     BASE64,
     COMPRESSIONS,
     HEX,
+    MAX_JSON_VALUES,
     MAX_READ_CHARS,
     b64decode,
     b64encode_like,
     hex_like,
+    json_values,
     parse_json,
+    split_prefix,
 )
 
-PREFIX: Final = re.compile(r"[A-Za-z0-9_-]{1,16}")
-"""A token's prefix: short text before its first dot (``v1``, ``v1e``)."""
-
+MAX_DECODED: Final = 4 << 20
+"""The most bytes (and characters) one token's walk reads, all its layers and parts together: each
+layer read (decoded, inflated, or text parsed) spends its size. A state of 16 parts, each inflating
+to 1 MiB of JSON, or such a state compressed again, costs no more than this to read."""
+MAX_VALUES_READ: Final = 2 * MAX_JSON_VALUES
+"""The most JSON values one token's walk parses, all its layers and parts together (each text
+spends what it may hold): a parsed value takes far more memory than its text."""
+MAX_READINGS: Final = 64
+"""The most ways to read one token kept."""
 _MAX_DEPTH: Final = 8
 _MAX_PARTS: Final = 16  # a token of more dot-separated parts is not read part by part
 _MIN_ENCODED: Final = 8  # shorter text is not worth decoding as base64 or hex
@@ -67,25 +78,51 @@ class Reading:
         return self.rebuild_bytes(value).decode("utf-8")
 
 
+class _Walk:
+    """What is left of one token's ``MAX_DECODED`` and ``MAX_VALUES_READ``: every layer and part of it
+    spends from the one budget."""
+
+    def __init__(self) -> None:
+        self.left = MAX_DECODED
+        self.values_left = MAX_VALUES_READ
+
+    def spend(self, size: int, values: int = 0) -> bool:
+        """Spend ``size`` bytes and ``values``; whether they fitted (once not, nothing more is read)."""
+        self.left -= size
+        self.values_left -= values
+        return self.left >= 0 and self.values_left >= 0
+
+
 def readings(token: str) -> list[Reading]:
-    """Every way found to read ``token`` down to JSON (or form fields) without a key."""
-    return _distinct(_text(token, 0))
+    """Every way found to read ``token`` down to JSON (or form fields) without a key (up to
+    ``MAX_READINGS``, within ``MAX_DECODED``)."""
+    return list(_token_readings(token))
+
+
+@functools.lru_cache(maxsize=4)
+def _token_readings(token: str) -> tuple[Reading, ...]:
+    # Several checks read each state, and a server may mint the same one every round: read it once.
+    return _distinct(_text(token, 0, _Walk()))
 
 
 def byte_readings(raw: bytes) -> list[Reading]:
     """Every way found to read decoded bytes down to JSON (or form fields) without a key."""
-    return _distinct(_bytes(raw, 0))
+    return list(_distinct(_bytes(raw, 0, _Walk())))
 
 
-def _distinct(found: Iterator[Reading]) -> list[Reading]:
+def _distinct(found: Iterator[Reading]) -> tuple[Reading, ...]:
     distinct: dict[str, Reading] = {}
     for reading in found:
         distinct.setdefault(reading.wrapping, reading)
-    return list(distinct.values())
+        if len(distinct) == MAX_READINGS:
+            break
+    return tuple(distinct.values())
 
 
-def _text(text: str, depth: int) -> Iterator[Reading]:
+def _text(text: str, depth: int, walk: _Walk) -> Iterator[Reading]:
     if depth > _MAX_DEPTH or not text or len(text) > MAX_READ_CHARS:
+        return
+    if not walk.spend(len(text), json_values(text)):
         return
     value = parse_json(text)
     if value is not None:
@@ -94,11 +131,14 @@ def _text(text: str, depth: int) -> Iterator[Reading]:
     fields = _form(text)
     if fields is not None:
         yield Reading(fields, "form-encoded text", _form_rebuild(text))
-    yield from _hashed(text, depth)
+    yield from _hashed(text, depth, walk)
+    prefix, rest = split_prefix(text)
+    if prefix and not prefix.endswith("."):  # after a dot, the rest is a part (below)
+        yield from _prefixed(prefix, rest, depth, walk)
     if "." in text:
-        yield from _parts(text, depth)
+        yield from _parts(text, depth, walk)
     else:
-        yield from _encoded(text, depth)
+        yield from _encoded(text, depth, walk)
 
 
 def _dump_like(original: str) -> Rebuild:
@@ -148,23 +188,29 @@ def _part_of(parts: list[str], index: int) -> Callable[[bytes], bytes]:
     return lambda rebuilt: before + rebuilt + after
 
 
-def _parts(text: str, depth: int) -> Iterator[Reading]:
+def _prefixed(prefix: str, rest: str, depth: int, walk: _Walk) -> Iterator[Reading]:
+    lead = prefix.encode()
+    for reading in _text(rest, depth + 1, walk):
+        yield _wrap(reading, f"after '{prefix}': {reading.wrapping}", lambda rebuilt: lead + rebuilt)
+
+
+def _parts(text: str, depth: int, walk: _Walk) -> Iterator[Reading]:
     parts = text.split(".")
     if len(parts) > _MAX_PARTS:
         return
     for index, part in enumerate(parts):
-        for reading in _text(part, depth + 1):
+        for reading in _text(part, depth + 1, walk):
             where = f"part {index + 1} of {len(parts)}: {reading.wrapping}"
             yield _wrap(reading, where, _part_of(parts, index))
 
 
-def _encoded(text: str, depth: int) -> Iterator[Reading]:
+def _encoded(text: str, depth: int, walk: _Walk) -> Iterator[Reading]:
     """``text`` as hex or base64 of bytes that read further."""
     if len(text) < _MIN_ENCODED:
         return
     if HEX.fullmatch(text):
         spell = hex_like(text)
-        for reading in _bytes(bytes.fromhex(text), depth + 1):
+        for reading in _bytes(bytes.fromhex(text), depth + 1, walk):
             yield _layer(reading, "hex", lambda raw: spell(raw).encode())
     raw = b64decode(text) if BASE64.fullmatch(text) else None
     if raw is None:
@@ -173,7 +219,7 @@ def _encoded(text: str, depth: int) -> Iterator[Reading]:
     standard, urlsafe = any(c in text for c in "+/"), any(c in text for c in "-_")
     # Without a telling character either alphabet may be the server's: try both.
     alphabets = ("+/",) if standard else ("-_",) if urlsafe else ("-_", "+/")
-    for reading in _bytes(raw, depth + 1):
+    for reading in _bytes(raw, depth + 1, walk):
         for alphabet in alphabets:
             like = alphabet + ("=" if padded else "")
             name = "base64url" if alphabet == "-_" else "base64"
@@ -185,26 +231,26 @@ def _b64_layer(like: str) -> Callable[[bytes], bytes]:
     return lambda raw: b64encode_like(raw, like).encode()
 
 
-def _bytes(raw: bytes, depth: int) -> Iterator[Reading]:
+def _bytes(raw: bytes, depth: int, walk: _Walk) -> Iterator[Reading]:
     """Bytes that decompress, or decode as printable UTF-8 text, read further."""
-    if depth > _MAX_DEPTH or not raw or len(raw) > MAX_READ_CHARS:
+    if depth > _MAX_DEPTH or not raw or len(raw) > MAX_READ_CHARS or not walk.spend(len(raw)):
         return
     for name, magic, decompress, compress in COMPRESSIONS:
         if not raw.startswith(magic):
             continue
         try:
-            inflated = decompress(raw)
+            inflated = decompress(raw, walk.left)
         except zlib.error:
             continue
-        for reading in _bytes(inflated, depth + 1):
+        for reading in _bytes(inflated, depth + 1, walk):
             yield _layer(reading, name, compress)
-    yield from _digest_appended(raw, depth)
+    yield from _digest_inside(raw, depth, walk)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return
     if text.isprintable():
-        yield from _text(text, depth + 1)
+        yield from _text(text, depth + 1, walk)
 
 
 # --- unkeyed hashes -----------------------------------------------------------------------------------
@@ -227,8 +273,8 @@ def _decoded(text: str) -> bytes | None:
 
 
 def _after_prefix(head: str) -> str | None:
-    prefix, dot, rest = head.partition(".")
-    return rest if dot and PREFIX.fullmatch(prefix) else None
+    prefix, rest = split_prefix(head)
+    return rest if prefix else None
 
 
 def views(head: str) -> Iterator[tuple[str, Callable[[str], bytes | None]]]:
@@ -241,26 +287,28 @@ def views(head: str) -> Iterator[tuple[str, Callable[[str], bytes | None]]]:
         yield " of the decoded bytes after the prefix", lambda text: _decoded(_after_prefix(text) or "")
 
 
-def _hashed(text: str, depth: int) -> Iterator[Reading]:
-    """``head SEP hash(head)``: read ``head`` and recompute the hash on every rebuild."""
+def _hashed(text: str, depth: int, walk: _Walk) -> Iterator[Reading]:
+    """``head SEP hash(head)``, or ``hash(body) SEP body``: read the content, recompute the hash on
+    every rebuild."""
     for separator in _HASH_SEPARATORS:
         head, found, tail = text.rpartition(separator)
-        digest = _digest(tail) if found and head else None
-        if digest is None:
-            continue
-        expected, spell, spelling = digest
-        for algorithm in _HASHES:
-            if hashlib.new(algorithm).digest_size != len(expected):
+        first, _, body = text.partition(separator)
+        for digest_text, content, digest_first in ((tail, head, False), (first, body, True)):
+            digest = _digest(digest_text) if found and content else None
+            if digest is None:
                 continue
-            for view_name, view in views(head):
-                covered = view(head)
-                if covered is None or hashlib.new(algorithm, covered).digest() != expected:
+            expected, spell, spelling = digest
+            for algorithm in _HASHES:
+                if hashlib.new(algorithm).digest_size != len(expected):
                     continue
-                for reading in _text(head, depth + 1):
-                    yield _rehashing(
-                        reading, separator, algorithm, view, spell, f"{algorithm} {spelling}{view_name}"
-                    )
-                return
+                for view_name, view in views(content):
+                    covered = view(content)
+                    if covered is None or hashlib.new(algorithm, covered).digest() != expected:
+                        continue
+                    hashed = f"{algorithm} {spelling}{view_name}"
+                    for reading in _text(content, depth + 1, walk):
+                        yield _rehashing(reading, separator, algorithm, view, spell, hashed, digest_first)
+                    return
 
 
 def _rehashing(
@@ -270,37 +318,53 @@ def _rehashing(
     view: Callable[[str], bytes | None],
     spell: Callable[[bytes], str],
     hashed: str,
+    digest_first: bool,
 ) -> Reading:
     inner = reading.rebuild_bytes
 
     def rebuild(value: object) -> bytes:
-        head = inner(value).decode("utf-8")
-        covered = view(head) or b""
-        return f"{head}{separator}{spell(hashlib.new(algorithm, covered).digest())}".encode()
+        content = inner(value).decode("utf-8")
+        digest = spell(hashlib.new(algorithm, view(content) or b"").digest())
+        return (f"{digest}{separator}{content}" if digest_first else f"{content}{separator}{digest}").encode()
 
-    wrapping = f"{reading.wrapping} + '{separator}' + {hashed}"
-    return Reading(reading.value, wrapping, rebuild, hashed)
+    if digest_first:
+        return Reading(reading.value, f"{hashed} + '{separator}' + {reading.wrapping}", rebuild, hashed)
+    return Reading(reading.value, f"{reading.wrapping} + '{separator}' + {hashed}", rebuild, hashed)
 
 
-def _digest_appended(raw: bytes, depth: int) -> Iterator[Reading]:
-    """``content || hash(content)`` in decoded bytes: read the content, recompute the hash on rebuild."""
+def _digest_inside(raw: bytes, depth: int, walk: _Walk) -> Iterator[Reading]:
+    """``content || hash(content)`` or ``hash(content) || content`` in decoded bytes: read the content,
+    recompute the hash on rebuild."""
     for size in _DIGEST_SIZES:
-        content, tail = raw[:-size], raw[-size:]
-        if not content:
-            continue
-        for algorithm in _HASHES:
-            if hashlib.new(algorithm).digest_size != size or hashlib.new(algorithm, content).digest() != tail:
+        for content, digest, where in (
+            (raw[:-size], raw[-size:], "appended"),
+            (raw[size:], raw[:size], "prepended"),
+        ):
+            if not content:
                 continue
-            for reading in _bytes(content, depth + 1):
-                inner = reading.rebuild_bytes
+            for algorithm in _HASHES:
+                if (
+                    hashlib.new(algorithm).digest_size != size
+                    or hashlib.new(algorithm, content).digest() != digest
+                ):
+                    continue
+                hashed = f"{algorithm} {where}"
+                for reading in _bytes(content, depth + 1, walk):
+                    yield _rehashing_bytes(reading, algorithm, hashed, prepended=where == "prepended")
+                return
 
-                def rebuild(value: object, inner: Rebuild = inner, algorithm: str = algorithm) -> bytes:
-                    changed = inner(value)
-                    return changed + hashlib.new(algorithm, changed).digest()
 
-                hashed = f"{algorithm} appended"
-                yield Reading(reading.value, f"{reading.wrapping} + {hashed}", rebuild, hashed)
-            return
+def _rehashing_bytes(reading: Reading, algorithm: str, hashed: str, *, prepended: bool) -> Reading:
+    inner = reading.rebuild_bytes
+
+    def rebuild(value: object) -> bytes:
+        changed = inner(value)
+        digest = hashlib.new(algorithm, changed).digest()
+        return digest + changed if prepended else changed + digest
+
+    if prepended:
+        return Reading(reading.value, f"{hashed} + {reading.wrapping}", rebuild, hashed)
+    return Reading(reading.value, f"{reading.wrapping} + {hashed}", rebuild, hashed)
 
 
 # --- JWT ------------------------------------------------------------------------------------------------
@@ -319,5 +383,5 @@ def alg_none(token: str) -> list[Reading]:
     signed_none = f"{unsigned}.".encode()
     return [
         _wrap(reading, f"JWT alg none, payload {reading.wrapping}", lambda raw: signed_none + raw + b".")
-        for reading in _text(parts[1], 1)
+        for reading in _text(parts[1], 1, _Walk())
     ]

@@ -21,11 +21,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._checks import run_checks
-from ._decode import parse_json
+from ._decode import parse_json, split_prefix
 from ._guess import check_wordlists
 from ._placeholders import answers
 from ._plan import Plan
-from ._readings import PREFIX
 from ._report import EXIT_SETUP, Options, Report, Target, escape
 from ._session import (
     Endpoint,
@@ -265,9 +264,9 @@ async def _find(
 
 
 def _describe_state(token: str) -> str:
-    prefix, dot, _ = token.partition(".")
-    if dot and PREFIX.fullmatch(prefix):
-        shape = f"{prefix}. token, {token.count('.') + 1} parts"
+    prefix, rest = split_prefix(token)
+    if prefix:
+        shape = f"{prefix} token, {rest.count('.') + 2} parts"
     elif parse_json(token) is not None:
         shape = "JSON text"
     else:

@@ -1,6 +1,6 @@
 """A token as bytes in the server's own spelling: for flipping single bits of what it encodes.
 
-A token is read as an optional prefix (``v1e.``), then parts separated by dots, each
+A token is read as an optional prefix (``v1e.``, ``enc:``), then parts separated by dots, each
 decoded from hex or base64 (either alphabet, padded or not); a token that is not an
 encoding (JSON, plain text) is one part of its own characters. A flipped bit is
 spelled back exactly as the server spells the part, so the server decodes the very
@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._decode import BASE64, HEX, TOKEN, b64decode, b64encode_like, hex_like
-from ._readings import PREFIX
+from ._decode import BASE64, HEX, TOKEN, b64decode, b64encode_like, hex_like, split_prefix
 
 
 @dataclass(frozen=True)
@@ -96,13 +95,10 @@ def _part(text: str) -> Part:
 
 def spelling(token: str) -> Spelling:
     """``token`` as the server spells it (see the module docstring)."""
-    if not TOKEN.fullmatch(token):
+    prefix, body = split_prefix(token)
+    if not TOKEN.fullmatch(body):
         return Spelling("", (_text_part(token),))
-    pieces = token.split(".")
-    prefix = ""
-    if len(pieces) > 1 and PREFIX.fullmatch(pieces[0]):
-        prefix, pieces = pieces[0] + ".", pieces[1:]
-    return Spelling(prefix, tuple(_part(piece) for piece in pieces))
+    return Spelling(prefix, tuple(_part(piece) for piece in body.split(".")))
 
 
 def respellings(token: str) -> list[tuple[str, str]]:
@@ -110,10 +106,10 @@ def respellings(token: str) -> list[tuple[str, str]]:
 
     A server that decodes leniently accepts these; only the text differs, not what it encodes.
     """
-    if not TOKEN.fullmatch(token) or token.endswith("="):
+    body = token[len(spelling(token).prefix) :]
+    if not TOKEN.fullmatch(body) or token.endswith("="):
         return []
     found = [(token + "=", "with '=' appended"), (token + "==", "with '==' appended")]
-    body = token[len(spelling(token).prefix) :]
     other = body.translate(str.maketrans("-_", "+/"))
     if other != body:
         found.append((token[: len(token) - len(body)] + other, "in the standard base64 alphabet (+/)"))

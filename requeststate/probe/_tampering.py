@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ._edits import spread
+from ._flaws import FLAWS
 from ._mutations import (
     Mutation,
     extended,
@@ -26,7 +27,7 @@ MAX_FLIPS: Final = 32
 """The most single-bit flips per probe, spread evenly over the token's bytes."""
 FLIP_SECONDS: Final = 8.0
 INTEGRITY: Final = ("bit_flip", "random", "forged", "rehashed", "guessed_key", "alg_none")
-"""The checks whose FAIL shows that the state is read without integrity."""
+"""The checks whose FAIL shows a flaw in the state's integrity: another spelling accepted is then a FAIL."""
 
 
 async def bit_flip(plan: Plan) -> Verdict:
@@ -143,9 +144,10 @@ async def respelled(plan: Plan) -> Verdict:
             continue
         unprotected = [check for check in INTEGRITY if plan.results.get(check) == "FAIL"]
         if unprotected:
+            first, *others = unprotected
+            also = f" (see also {', '.join(others)})" if others else ""
             return "FAIL", (
-                f"the token {what} was {outcome.detail}, and the state has no integrity at all "
-                f"(see {', '.join(unprotected)})"
+                f"the token {what} was {outcome.detail}, and the {first} row FAILed: {FLAWS[first]}{also}"
             )
         return "WARN", (
             f"the token {what} was {outcome.detail}. The server decodes base64 leniently: its "

@@ -6,6 +6,8 @@ to the tool that minted it, and refuses any other with -32602. Then KIND makes i
 misbehave towards the probe:
 
 - ``deep_state``: each state is JSON nested 20,000 deep (sound otherwise);
+- ``inflating_parts``: each state is 16 dot-separated parts, 15 of them base64url(zlib) of 1 MiB
+  of JSON (a 21 KB state; sound otherwise);
 - ``deep_message``: ``tools/list`` answers with a result nested 20,000 deep;
 - ``endless_pages``: every listing (tools, prompts, resources, templates) always has a next
   page, each one near the probe's bounds on a message (4 MiB, 50,000 JSON values); ``ask`` is
@@ -24,10 +26,12 @@ Any other KIND (``sound``, say) misbehaves in no way.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import secrets
 import sys
+import zlib
 from typing import Any, Final
 
 PROTOCOL: Final = "2026-07-28"
@@ -57,6 +61,12 @@ def result(request_id: object, body: dict[str, Any]) -> None:
 
 def deep(depth: int) -> str:
     return '{"a":' * depth + "1" + "}" * depth
+
+
+def inflating_parts() -> str:
+    """15 parts, each of 1.4 KB that inflates to 1 MiB of JSON (340,000 empty objects)."""
+    inflating = zlib.compress(("[" + ",".join(["{}"] * 340_000) + "]").encode(), 9)
+    return ".".join([base64.urlsafe_b64encode(inflating).decode().rstrip("=")] * 15)
 
 
 _FILLERS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
@@ -113,7 +123,7 @@ def list_tools(kind: str, request_id: object, cursor: object) -> None:
 def call_tool(kind: str, request_id: object, params: dict[str, Any], minted: set[tuple[str, str]]) -> None:
     state, tool = params.get("requestState"), str(params.get("name"))
     if state is None:
-        made = deep(DEPTH) if kind == "deep_state" else "{}"
+        made = {"deep_state": deep(DEPTH), "inflating_parts": inflating_parts()}.get(kind, "{}")
         token = f"{secrets.token_urlsafe(16)}.{made}"
         minted.add((tool, token))
         send(

@@ -219,6 +219,18 @@ def _ctr_open(token: str, call: Call) -> str:
     return (decryptor.update(raw[16:]) + decryptor.finalize()).decode()
 
 
+def _prefixed(prefix: str, scheme: tuple[Seal, Open]) -> tuple[Seal, Open]:
+    """``scheme`` behind ``prefix`` (``ctr:``), which the opening checks and strips."""
+    seal, open_ = scheme
+
+    def open_prefixed(token: str, call: Call) -> str:
+        if not token.startswith(prefix):
+            raise Refused
+        return open_(token.removeprefix(prefix), call)
+
+    return (lambda state, call: prefix + seal(state, call)), open_prefixed
+
+
 def _covered(draft: Mapping[str, Any]) -> str:
     return hmac.new(KEY, f"{draft['restaurant']}|{draft['step']}".encode(), hashlib.sha256).hexdigest()
 
@@ -234,6 +246,30 @@ def _partial_open(token: str, call: Call) -> str:
     if not hmac.compare_digest(_covered(envelope["state"]), str(envelope["mac"])):
         raise Refused
     return json.dumps(envelope["state"])
+
+
+def wide(padding: int, *, price_covered: bool) -> tuple[Seal, Open]:
+    """The state behind ``padding`` members (``pad.m00``...), all under an HMAC; the price too, if
+    ``price_covered``. Uncovered, the price is member ``padding + 2`` of ``padding + 4`` (the MAC last)."""
+
+    def covered(envelope: Mapping[str, Any]) -> str:
+        draft = envelope["state"]
+        members = [envelope["pad"], draft["restaurant"], draft["step"]]
+        if price_covered:
+            members.append(draft["price"])
+        return hmac.new(KEY, json.dumps(members).encode(), hashlib.sha256).hexdigest()
+
+    def seal(state: str, call: Call) -> str:
+        envelope = {"pad": {f"m{i:02}": i for i in range(padding)}, "state": json.loads(state)}
+        return json.dumps({**envelope, "mac": covered(envelope)})
+
+    def open_(token: str, call: Call) -> str:
+        envelope = json.loads(token)
+        if not hmac.compare_digest(covered(envelope), str(envelope["mac"])):
+            raise Refused
+        return json.dumps(envelope["state"])
+
+    return seal, open_
 
 
 def _v1_digest_seal(state: str, call: Call) -> str:
@@ -258,6 +294,33 @@ def _v1e_digest_open(token: str, call: Call) -> str:
     prefix, _, body = token.partition(".")
     raw = _unb64u(body)
     state, digest = raw[:-32], raw[-32:]
+    if prefix != "v1e" or not hmac.compare_digest(hashlib.sha256(state).digest(), digest):
+        raise Refused
+    return state.decode()
+
+
+def _digest_first_seal(state: str, call: Call) -> str:
+    return f"{hashlib.sha256(state.encode()).hexdigest()}.{_b64u(state.encode())}"
+
+
+def _digest_first_open(token: str, call: Call) -> str:
+    """An unkeyed SHA-256 of the decoded state, in hex, before it."""
+    digest, _, body = token.partition(".")
+    state = _unb64u(body)
+    if not hmac.compare_digest(hashlib.sha256(state).hexdigest(), digest):
+        raise Refused
+    return state.decode()
+
+
+def _v1e_digest_first_seal(state: str, call: Call) -> str:
+    return "v1e." + _b64u(hashlib.sha256(state.encode()).digest() + state.encode())
+
+
+def _v1e_digest_first_open(token: str, call: Call) -> str:
+    """Our ``v1e.`` prefix over a readable state after its unkeyed SHA-256."""
+    prefix, _, body = token.partition(".")
+    raw = _unb64u(body)
+    digest, state = raw[:32], raw[32:]
     if prefix != "v1e" or not hmac.compare_digest(hashlib.sha256(state).digest(), digest):
         raise Refused
     return state.decode()
@@ -312,7 +375,12 @@ BROKEN: Final[dict[str, tuple[Seal, Open]]] = {
     "expiry not checked": (_expiring_seal, _expiring_open),
     "guessable key": guessable(b"secret"),
     "aes-ctr without a mac": (_ctr_seal, _ctr_open),
+    "aes-ctr without a mac, behind ctr:": _prefixed("ctr:", (_ctr_seal, _ctr_open)),
     "mac over part of the state": (_partial_seal, _partial_open),
+    # 44 members, the price 43rd: a sample of 24 evenly spread over them edited the 42nd and 44th.
+    "mac over part of a wide state": wide(40, price_covered=False),
     "v1. prefix over an unkeyed hash": (_v1_digest_seal, _v1_digest_open),
     "v1e. prefix over an unkeyed hash": (_v1e_digest_seal, _v1e_digest_open),
+    "unkeyed hash before the state": (_digest_first_seal, _digest_first_open),
+    "v1e. prefix over an unkeyed hash before the state": (_v1e_digest_first_seal, _v1e_digest_first_open),
 }
