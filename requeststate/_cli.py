@@ -192,8 +192,9 @@ with an input-required that moves on; the row names the flaw that proves. It
 PASSes on a JSON-RPC error or a re-elicit: an input-required that asks exactly
 what a call without requestState asks. A tool error result (isError) or a
 -32603 is a WARN, not a PASS: a handler crashing on the state answers the same
-way. So is another spelling of the same token accepted, unless the state has
-no integrity at all. A PASS proves that attempt was refused, not that the
+way; on the random row it is a FAIL (a state never minted reached the
+handler). So is another spelling of the same token accepted, unless another
+row found the state's integrity broken. A PASS proves that attempt was refused, not that the
 state cannot be forged. The probe first checks that the unmodified state is
 accepted and answered differently from a first call; if not, it stops (exit
 2). So does a server that breaks the protocol or sends more than the probe

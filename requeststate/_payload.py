@@ -103,7 +103,9 @@ def read_state(text: str, state_type: Any) -> Any:
         raise InvalidToken(Reason.WRONG_TYPE) from None
 
 
-_JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+# Possessive, and the closing quote optional: a string that never ends is one match to the end of
+# the text, not a new scan from each quote inside it (quadratic in the text's length).
+_JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*+"?')
 _BRACKETS_ONLY: Final = {code: None for code in range(0x80) if chr(code) not in "[]{}"}
 _NESTING_STEP: Final = {"[": 1, "{": 1, "]": -1, "}": -1}
 

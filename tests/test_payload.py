@@ -246,6 +246,7 @@ def test_read_state_nested_past_the_depth_limit_is_wrong_type(depth: int) -> Non
         ('"' + "[" * 200 + '"', False),
         ("[]" * 10 + "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, False),
         ("[]" * 100 + "[" * 100 + "é" * 40 + "]" * 100, False),
+        ('["' + '\\"' * 1000 + "[" * 200, False),
     ],
     ids=[
         "at-limit",
@@ -261,6 +262,7 @@ def test_read_state_nested_past_the_depth_limit_is_wrong_type(depth: int) -> Non
         "only in a string",
         "at-limit-after-siblings",
         "non-ascii-among-many",
+        "in a string that never ends",
     ],
 )
 def test_too_deep_counts_nesting_outside_strings(text: str, deep: bool) -> None:
