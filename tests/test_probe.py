@@ -1418,6 +1418,23 @@ def test_an_answer_to_a_form_is_bounded_alike() -> None:
     assert reply.content["p39"] == ["probe"]
 
 
+def test_a_form_asking_for_nested_values_is_answered_in_the_fields_a_form_can_hold() -> None:
+    # Before: the nested answer failed the SDK's own model, and the probe called it a bug of its own.
+    schema = {
+        "type": "object",
+        "properties": {
+            "grid": {"type": "array", "minItems": 1, "items": {"type": "array", "items": {"type": "string"}}},
+            "place": {"type": "object", "properties": {"city": {"type": "string"}}},
+            "tags": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+            "party": {"type": "integer"},
+        },
+    }
+    form = ElicitRequestFormParams(message="?", requested_schema=schema)
+    reply = placeholders.answers({"form": ElicitRequest(params=form)})["form"]
+    assert isinstance(reply, ElicitResult)
+    assert reply.content == {"tags": ["probe"], "party": 1}
+
+
 def test_report_exit_codes_and_summary() -> None:
     target = probe.Target(
         url="http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer s3cret"}, env={"TOKEN": "s3cret"}

@@ -139,6 +139,14 @@ def expand(uri_template: str) -> str:
     return _TEMPLATE_VARIABLE.sub(PLACEHOLDER, uri_template)
 
 
+def _form_value(value: object) -> bool:
+    # What a form answer may hold (ElicitResult.content): a scalar, or a list of strings. A form
+    # that asks for more is no form the SDK lets a client answer: its other fields are answered.
+    if isinstance(value, list):
+        return all(isinstance(item, str) for item in value)
+    return value is None or isinstance(value, str | int | float | bool)
+
+
 def answers(requests: InputRequests | None) -> InputResponses:
     """Answer every input request alike: accept each form with placeholder values."""
     replies: InputResponses = {}
@@ -147,7 +155,8 @@ def answers(requests: InputRequests | None) -> InputResponses:
             params = request.params
             if isinstance(params, ElicitRequestFormParams):
                 content = _object(params.requested_schema, every_property=True)
-                replies[key] = ElicitResult(action="accept", content=content)
+                form = {name: value for name, value in content.items() if _form_value(value)}
+                replies[key] = ElicitResult(action="accept", content=form)
             else:
                 replies[key] = ElicitResult(action="accept")
         elif isinstance(request, CreateMessageRequest):
