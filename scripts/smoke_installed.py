@@ -75,6 +75,15 @@ def check_py_typed() -> None:
     assert importlib.resources.files("requeststate").joinpath("py.typed").is_file(), "no py.typed"
 
 
+def check_probe_wordlist_ships() -> None:
+    # The probe's guessed_key row reads its built-in secrets from this data file. (Importing
+    # requeststate.probe needs the mcp extra, which this venv lacks: the file is found by path.)
+    wordlist = importlib.resources.files("requeststate").joinpath("probe", "common_secrets.txt")
+    assert wordlist.is_file(), "the probe's common_secrets.txt is not in the wheel"
+    lines = wordlist.read_text(encoding="utf-8").splitlines()
+    assert len(lines) >= 100, f"the probe's wordlist holds {len(lines)} secrets, not 100 or more"
+
+
 def check_runtime_dependencies() -> None:
     requires = importlib.metadata.requires("requeststate") or []
     unconditional = {line.split(">")[0].split("=")[0].strip().lower() for line in requires if ";" not in line}
@@ -107,6 +116,7 @@ def main() -> int:
         check_bench_is_no_command_of_the_wheel,
         check_minted_token_verifies,
         check_py_typed,
+        check_probe_wordlist_ships,
         check_runtime_dependencies,
         check_metadata,
         check_extras_name_their_install,
