@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SUITE_FILES = ("server/test_request_state.py", "server/test_request_state_boundary.py")
@@ -27,7 +27,9 @@ def sdk_suite(cache: Path = ROOT / ".cache") -> Path:
     home = cache / f"mcp-{version}-tests"
     if (home / "sdk_tests" / SUITE_FILES[0]).exists():
         return home
-    with tempfile.TemporaryDirectory() as scratch:
+    cache.mkdir(parents=True, exist_ok=True)
+    # Scratch beside home: the finished copy is renamed into place, on one file system.
+    with tempfile.TemporaryDirectory(dir=cache) as scratch:
         fetched = subprocess.run(
             [
                 sys.executable,
@@ -51,15 +53,27 @@ def sdk_suite(cache: Path = ROOT / ".cache") -> Path:
         if fetched.returncode != 0 or not archives:
             raise RuntimeError(f"pip could not fetch the mcp {version} sdist: {fetched.stderr[-500:]}")
         prefix = f"mcp-{version}/tests/"
+        staging = Path(scratch) / "staging"
         with tarfile.open(archives[0]) as archive:
-            members = [m for m in archive.getmembers() if m.name.startswith(prefix) and m.isfile()]
-            staging = Path(scratch) / "staging"
-            for member in members:
-                member.name = "sdk_tests/" + member.name[len(prefix) :]
-                archive.extract(member, staging, filter="data")
+            # Each regular file's bytes, written where we say: no extraction filter needed (tarfile's
+            # filter= is missing before Python 3.11.4), and no member can write outside staging.
+            for member in archive.getmembers():
+                relative = PurePosixPath(member.name.removeprefix(prefix))
+                if not member.name.startswith(prefix) or not member.isfile() or ".." in relative.parts:
+                    continue
+                source = archive.extractfile(member)
+                assert source is not None, member.name  # a regular file has contents
+                target = staging / "sdk_tests" / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(source.read())
         for name in _LEFT_OUT:
             (staging / "sdk_tests" / name).unlink(missing_ok=True)
-        home.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(home, ignore_errors=True)
-        shutil.move(staging, home)
+        if home.exists() and not (home / "sdk_tests" / SUITE_FILES[0]).exists():
+            shutil.rmtree(home)  # an earlier run's copy, left half written
+        try:
+            # Atomic: another test worker that fetched at the same time finds the copy whole or absent.
+            staging.rename(home)
+        except OSError:
+            if not (home / "sdk_tests" / SUITE_FILES[0]).exists():
+                raise
     return home
