@@ -73,9 +73,11 @@ def mode_of(token: str) -> Mode | None:
 
 
 def _wire_mode(mode: object) -> tuple[Mode, WireMode]:
-    wire = _WIRE.get(mode) if isinstance(mode, str) else None
-    if wire is None or not isinstance(mode, str):
-        choices = ", ".join(repr(m.value) for m in Mode)
+    choices = ", ".join(repr(m.value) for m in Mode)
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be a Mode or one of {choices}, not {type(mode).__name__}")
+    wire = _WIRE.get(mode)
+    if wire is None:
         raise ValueError(f"mode must be a Mode or one of {choices}, got {mode!r}")
     return Mode(mode), wire
 
@@ -83,7 +85,8 @@ def _wire_mode(mode: object) -> tuple[Mode, WireMode]:
 def wire_modes(modes: object) -> tuple[tuple[Mode, ...], tuple[WireMode, ...]]:
     """The modes named by ``modes`` (one, or a non-empty tuple), in order, each once.
 
-    Raises ``ValueError`` for an unknown mode or an empty tuple.
+    Raises ``ValueError`` for an unknown mode or an empty tuple, ``TypeError`` for a
+    mode that is not a string.
     """
     listed = modes if isinstance(modes, tuple) else (modes,)
     if not listed:
