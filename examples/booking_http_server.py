@@ -97,7 +97,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
     logging.basicConfig(stream=sys.stderr, level=logging.INFO)
-    build_server(args.port).run("streamable-http", host="127.0.0.1", port=args.port)
+    try:
+        server = build_server(args.port)
+    except ValueError as error:  # the deployment's configuration (REQUESTSTATE_*): say what to fix
+        raise SystemExit(f"error: {error}") from None
+    server.run("streamable-http", host="127.0.0.1", port=args.port)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
     logging.basicConfig(stream=sys.stderr, level=logging.INFO)  # stdout is the stdio protocol
-    server = build_server()
+    try:
+        server = build_server()
+    except ValueError as error:  # the deployment's configuration (REQUESTSTATE_*): say what to fix
+        raise SystemExit(f"error: {error}") from None
     if args.http:
         server.run("streamable-http", host="127.0.0.1", port=args.port)
     else:

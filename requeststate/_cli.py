@@ -112,7 +112,8 @@ def _seconds(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError("a timeout is a positive number of seconds")
+        # Shared by --timeout and --ttl: argparse names the option before the message.
+        raise argparse.ArgumentTypeError(f"not a positive number of seconds: {text!r}")
     return value
 
 
@@ -194,20 +195,21 @@ what a call without requestState asks. A tool error result (isError) or a
 -32603 is a WARN, not a PASS: a handler crashing on the state answers the same
 way; on the random row it is a FAIL (a state never minted reached the
 handler). So is another spelling of the same token accepted, unless another
-row found the state's integrity broken. A PASS proves that attempt was refused, not that the
-state cannot be forged. The probe first checks that the unmodified state is
-accepted and answered differently from a first call; if not, it stops (exit
-2). So does a server that breaks the protocol or sends more than the probe
-reads (a message over 4 MiB or 50,000 JSON values). On a terminal, a line per
-check shows on stderr as it runs.
+row found the state's integrity broken. A PASS proves that attempt was
+refused, not that the state cannot be forged. The probe first checks that the
+unmodified state is accepted and answered differently from a first call; if
+not, it stops (exit 2). So does a server that breaks the protocol or sends
+more than the probe reads (a message over 4 MiB or 50,000 JSON values). On a
+terminal, a line per check shows on stderr as it runs.
 
 Without --tool, tools, then prompts and resources, are tried in turn with
 placeholder arguments (tools annotated destructiveHint: true are skipped):
 point the probe at a test instance, never at production. A spawned server
 inherits this environment and its stderr is kept back, shown only if the
 probe cannot run.""",
-        epilog="exit codes: 0 no FAIL, 1 at least one FAIL, 2 a usage error, a server that did not\n"
-        "start or offers no input-required tool, or a check that could not complete (ERROR)",
+        epilog="exit codes: 0 no FAIL, 1 at least one FAIL, 2 a usage error, a server that\n"
+        "did not start or offers no input-required tool, or a check that could not\n"
+        "complete (ERROR)",
     )
     probe.add_argument(
         "server_command",
@@ -279,7 +281,8 @@ probe cannot run.""",
         type=_seconds,
         default=60.0,
         metavar="SECONDS",
-        help="bound on the whole probe (default 60)",
+        help="bound on the probe's own work (default 60); the --ttl wait comes on top, and stopping "
+        "a server it started can take up to 6 s more",
     )
 
 

@@ -140,16 +140,23 @@ def _read_unverified(token: str, prefix: str, mode: Mode) -> Inspection:
     )
 
 
-def _binding_hint(prefix: str, mode: Mode, subject: str | None, tool: str | None) -> str | None:
-    # An AEAD tag covers the bind tag: a token opened for another identity fails
-    # exactly as under a wrong key. When a flag is missing, say what else it may mean.
+def _binding_hint(
+    prefix: str, mode: Mode, reason: Reason, subject: str | None, tool: str | None
+) -> str | None:
+    # A refusal for want of --subject or --tool: say so when a flag is missing.
     missing = [flag for flag, value in (("--subject", subject), ("--tool", tool)) if value is None]
-    if mode is Mode.SIGNED or not missing:
+    if not missing:
         return None
-    return (
-        f"the tag of a {prefix} token also binds the subject and tool it was minted for: without them, "
-        f"the right key is refused as a wrong one is; pass {' and '.join(missing)} as at mint"
-    )
+    fix = f"pass {' and '.join(missing)} as at mint"
+    if reason is Reason.WRONG_BINDING:
+        return f"a {prefix} token is bound to the subject and tool it was minted for: {fix}"
+    if reason is Reason.BAD_SIGNATURE and mode is not Mode.SIGNED:
+        # An AEAD tag covers the bind tag: the right key, opened for another identity, fails as a wrong one.
+        return (
+            f"the tag of a {prefix} token also binds the subject and tool it was minted for: without them, "
+            f"the right key is refused as a wrong one is; {fix}"
+        )
+    return None
 
 
 def _verify(token: str, mode: Mode, key_env: str, keys: KeyRing, options: VerifyOptions) -> Inspection:
@@ -177,9 +184,7 @@ def _verify(token: str, mode: Mode, key_env: str, keys: KeyRing, options: Verify
             state = verify_at()
     except InvalidToken as refused:
         prefix = _prefix(token)
-        hint = None
-        if refused.reason is Reason.BAD_SIGNATURE:
-            hint = _binding_hint(prefix, mode, options.subject, options.tool)
+        hint = _binding_hint(prefix, mode, refused.reason, options.subject, options.tool)
         return Inspection(len(token), prefix, key_env=key_env, keys=keys, reason=refused.reason, hint=hint)
     return Inspection(
         len(token),

@@ -46,7 +46,7 @@ class Codec:
     def from_env(
         cls,
         *,
-        environ: Mapping[str, str] = os.environ,
+        environ: Mapping[str, str] | None = None,
         mode: Modes = "encrypted",
         **options: Unpack[CodecOptions],
     ) -> Codec:
@@ -54,7 +54,12 @@ class Codec:
 
         The recommended set-up for servers (docs/deployment.md). The variables, when set, win
         over ``mode`` and ``ttl``; one that cannot be used raises ``ValueError`` naming it and the fix.
+        ``environ``: where to read them; ``None``, the process environment.
         """
+        # None, not os.environ, as the default: a default is shown by help() and inspect.signature,
+        # and os.environ's repr holds every variable, the keys included.
+        if environ is None:
+            environ = os.environ
         options["ttl"] = ttl_from_env(environ, options.get("ttl", DEFAULT_TTL))
         return cls(KeyRing.from_env(environ=environ), mode=modes_from_env(environ, mode), **options)
 

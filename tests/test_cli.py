@@ -186,6 +186,14 @@ def test_probe_timeout_of_a_non_number_is_a_usage_error_naming_no_internal_funct
     assert "_seconds" not in done.stderr
 
 
+def test_probe_ttl_of_zero_or_less_is_a_usage_error_about_seconds_not_a_timeout() -> None:
+    # It said "a timeout is a positive number of seconds" of --ttl, the state's lifetime.
+    done = run("probe", "--ttl", "-3", "--url", "http://127.0.0.1:9/mcp")
+    assert done.returncode == 2
+    assert "argument --ttl: not a positive number of seconds: '-3'" in done.stderr
+    assert "timeout" not in done.stderr
+
+
 # --- inspect ------------------------------------------------------------------------
 
 
@@ -378,6 +386,22 @@ def test_inspect_gives_no_hint_when_subject_and_tool_were_given() -> None:
     args = ("inspect", token("encrypted"), "--key-env", "OTHER", "--subject", "alice", "--tool", "book")
     done = run(*args, "--json", env={"OTHER": b64(OTHER_SECRET)})
     assert json.loads(done.stdout)["reason"] == "bad_signature"
+    assert json.loads(done.stdout)["hint"] is None
+
+
+def test_inspect_of_a_signed_token_without_subject_and_tool_hints_at_them() -> None:
+    # Its wrong_binding came without the hint an encrypted token's bad_signature had.
+    done = run("inspect", token("signed"), "--key-env", "TEST_KEYS", "--now", str(NOW), env=KEY_ENV)
+    assert done.returncode == 1
+    refused = "REFUSED under TEST_KEYS: wrong_binding\nhint:    a v1. token is bound to the subject"
+    assert refused in done.stdout
+    assert "minted for: pass --subject and --tool as at mint" in " ".join(done.stdout.split())
+
+
+def test_inspect_of_an_expired_token_gives_no_binding_hint() -> None:
+    args = ("inspect", token("signed"), "--key-env", "TEST_KEYS", "--now", str(NOW + 10**6), "--json")
+    done = run(*args, "--subject", "alice", env=KEY_ENV)
+    assert json.loads(done.stdout)["reason"] == "expired"
     assert json.loads(done.stdout)["hint"] is None
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import inspect
+import pydoc
 
 import pytest
 
@@ -246,6 +248,15 @@ def test_codec_from_env_reads_the_process_environment_by_default(monkeypatch: py
         (rs.Mode.SIGNED,),
         61,
     )
+
+
+def test_codec_from_env_shows_no_secret_in_its_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A default of os.environ put every variable, the keys included, in help() and inspect.signature.
+    monkeypatch.setenv("REQUESTSTATE_KEYS", b64(OTHER_SECRET))
+    rendered = pydoc.plain(pydoc.render_doc(rs.Codec))
+    assert "from_env(*, environ: 'Mapping[str, str] | None' = None," in rendered
+    assert b64(OTHER_SECRET) not in rendered
+    assert b64(OTHER_SECRET) not in str(inspect.signature(rs.Codec.from_env))
 
 
 def test_codec_from_env_without_keys_is_refused_naming_the_variable() -> None:

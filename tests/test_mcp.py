@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -921,6 +922,43 @@ async def test_example_booking_server_completes_over_stdio() -> None:
     outcome = await bounded(run)
     assert outcome.startswith("Booked a table for 4 at Chez Ada on 2026-12-01")
     assert not tap.reveals("hold-")
+
+
+@pytest.mark.parametrize(
+    ("example", "variables", "message"),
+    [
+        (
+            "booking_http_server.py",
+            {"BOOKING_USERS": "t:alice"},
+            "error: REQUESTSTATE_KEYS is not set, or empty",
+        ),
+        ("booking_server.py", {"REQUESTSTATE_KEYS": "short"}, "error: REQUESTSTATE_KEYS: secret 0 "),
+        (
+            "booking_server.py",
+            {"REQUESTSTATE_KEYS": b64_secret(SECRET), "REQUESTSTATE_TTL": "0"},
+            "error: REQUESTSTATE_TTL must be whole seconds",
+        ),
+    ],
+)
+def test_example_servers_stop_on_a_configuration_error_with_one_line(
+    example: str, variables: dict[str, str], message: str
+) -> None:
+    # They printed a whole traceback for a key that was missing or short.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("REQUESTSTATE_")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / example)],
+        env={**env, **variables, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(message)
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
 
 
 @pytest.fixture

@@ -701,7 +701,8 @@ def test_server_that_exits_at_once_is_a_setup_error(capsys: pytest.CaptureFixtur
     code = main(["probe", "--", sys.executable, "-c", "import sys; print('boom', file=sys.stderr)"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "could not connect to the server" in err
+    # It said "MCPError: Connection closed", which does not say that the server went away.
+    assert "could not connect to the server: it closed its stdout before answering initialize" in err
     assert "  | boom" in err  # the server's stderr, shown because the probe could not run
 
 

@@ -18,6 +18,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._checks import run_checks
@@ -88,7 +89,13 @@ async def _connect(target: Target, server_log: TextIO) -> AsyncIterator[Client]:
             broken = _protocol_break(error)
             if broken is not None:
                 raise ProbeError(str(broken)) from None
-            raise ProbeError(f"could not connect to the server: {_reason(_leaf(error))}") from None
+            leaf = _leaf(error)
+            if target.command and isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+                raise ProbeError(
+                    "could not connect to the server: it closed its stdout before answering initialize "
+                    "(did the command exit? is it an MCP server over stdio?)"
+                ) from None
+            raise ProbeError(f"could not connect to the server: {_reason(leaf)}") from None
         yield client
 
 
