@@ -25,7 +25,7 @@ class Reason(enum.StrEnum):
     EXPIRED = "expired"
     """Authentic, but ``now > exp + leeway``."""
     WRONG_BINDING = "wrong_binding"
-    """Authentic, but bound to another subject or tool (or the identity is invalid)."""
+    """Authentic, but bound to another subject or tool; or, before any decoding, an invalid identity."""
     WRONG_TYPE = "wrong_type"
     """Authentic, but the state does not decode as the requested ``type``."""
     REPLAYED = "replayed"
