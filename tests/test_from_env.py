@@ -253,10 +253,10 @@ def test_codec_from_env_reads_the_process_environment_by_default(monkeypatch: py
 def test_codec_from_env_shows_no_secret_in_its_help(monkeypatch: pytest.MonkeyPatch) -> None:
     # A default of os.environ put every variable, the keys included, in help() and inspect.signature.
     monkeypatch.setenv("REQUESTSTATE_KEYS", b64(OTHER_SECRET))
-    rendered = pydoc.plain(pydoc.render_doc(rs.Codec))
-    assert "from_env(*, environ: 'Mapping[str, str] | None' = None," in rendered
-    assert b64(OTHER_SECRET) not in rendered
-    assert b64(OTHER_SECRET) not in str(inspect.signature(rs.Codec.from_env))
+    signature = inspect.signature(rs.Codec.from_env)
+    assert signature.parameters["environ"].default is None
+    assert b64(OTHER_SECRET) not in str(signature)
+    assert b64(OTHER_SECRET) not in pydoc.plain(pydoc.render_doc(rs.Codec))
 
 
 def test_codec_from_env_without_keys_is_refused_naming_the_variable() -> None:
