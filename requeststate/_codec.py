@@ -56,10 +56,7 @@ class Codec:
         over ``mode`` and ``ttl``; one that cannot be used raises ``ValueError`` naming it and the fix.
         ``environ``: where to read them; ``None``, the process environment.
         """
-        # None, not os.environ, as the default: a default is shown by help() and inspect.signature,
-        # and os.environ's repr holds every variable, the keys included.
-        if environ is None:
-            environ = os.environ
+        environ = os.environ if environ is None else environ  # a default's repr shows in help(): no keys
         options["ttl"] = ttl_from_env(environ, options.get("ttl", DEFAULT_TTL))
         return cls(KeyRing.from_env(environ=environ), mode=modes_from_env(environ, mode), **options)
 
@@ -128,8 +125,7 @@ class Codec:
     def _checked(
         self, token: object, subject: object, tool: object, now: object, type: Any, *, raising: bool
     ) -> Any:
-        # verify and decode in one: a refusal is counted here, then raised or turned into None.
-        # Caught here, not in decode, a refusal unwinds one frame less (docs/performance.md).
+        # verify and decode in one: a refusal is counted, then raised or None (docs/performance.md).
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
         now = now_from(now, self._clock)
