@@ -27,6 +27,7 @@ from ._keys import KeyRing, Keys
 from ._modes import Mode, ModeName, Modes, ModeSpec
 from ._options import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, MAX_TTL, CodecOptions
 from ._payload import MAX_JSON_DEPTH
+from ._token_id import minted_at
 
 __all__ = [
     "DEFAULT_MAX_TOKEN_BYTES",
@@ -50,6 +51,7 @@ __all__ = [
     "Reason",
     "decode",
     "encode",
+    "minted_at",
     "verify",
 ]
 

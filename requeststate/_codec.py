@@ -7,14 +7,15 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, Final, Unpack, final
 
-from ._envelope import TOKEN_ID_BYTES, open_token, seal_token
+from ._envelope import open_token, seal_token
 from ._errors import InvalidToken
-from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim
+from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, tell_lifetime
 from ._keys import KeyRing, Keys, as_key_ring
 from ._metrics import Counts
 from ._modes import Mode, Modes, modes_from_env, wire_modes
 from ._options import DEFAULT_TTL, CodecOptions, check_options, guard_is_async, now_from, ttl_from_env
 from ._payload import T, read_state
+from ._token_id import TOKEN_ID_RANDOM_BYTES, new_token_id
 
 __all__ = ["Codec", "decode", "encode", "verify"]
 
@@ -39,8 +40,9 @@ class Codec:
         self._ttl, self._leeway, self._max_bytes, self._guard, self._clock, meter = check_options(options)
         self._counts: Final = None if meter is None else Counts(meter, self._modes)
         self._guard_is_async: Final = guard_is_async(self._guard)
-        # One read of the CSPRNG per token: the minting mode's nonce, then the token id.
-        self._random_bytes: Final = self._wires[0].nonce_bytes + TOKEN_ID_BYTES
+        tell_lifetime(self._guard, self._ttl + self._leeway)
+        # One read of the CSPRNG per token: the minting mode's nonce, then the token id's random bits.
+        self._nonce_bytes: Final = self._wires[0].nonce_bytes
 
     @classmethod
     def from_env(
@@ -115,9 +117,13 @@ class Codec:
                 state msgspec cannot encode, a token over ``max_token_bytes``, or a bad ``now``.
             KeyBudgetExhausted: the minting key has sealed its AES-GCM limit.
         """
-        exp = now_from(now, self._clock) + self._ttl
-        random = os.urandom(self._random_bytes)
-        token = seal_token(state, self._wires[0], self._keys, subject, tool, exp, random, self._max_bytes)
+        minted = now_from(now, self._clock)
+        random = os.urandom(self._nonce_bytes + TOKEN_ID_RANDOM_BYTES)
+        nonce, token_id = random[: self._nonce_bytes], new_token_id(minted, random[self._nonce_bytes :])
+        exp = minted + self._ttl
+        token = seal_token(
+            state, self._wires[0], self._keys, subject, tool, exp, nonce, token_id, self._max_bytes
+        )
         if self._counts is not None:
             self._counts.minted()
         return token

@@ -22,10 +22,7 @@ from ._modes import WireMode, wire_for
 from ._options import INT64_MAX
 from ._payload import Payload, build_payload, parse_payload
 
-__all__ = ["TOKEN_ID_BYTES", "open_token", "seal_token"]
-
-TOKEN_ID_BYTES: Final = 16
-"""128 random bits per token, written as 32 hex: the id a replay guard claims."""
+__all__ = ["open_token", "seal_token"]
 
 _encode_json: Final = msgspec.json.Encoder().encode
 
@@ -37,14 +34,15 @@ def seal_token(
     subject: object,
     tool: object,
     exp: int,
-    random: bytes,
+    nonce: bytes,
+    token_id: str,
     max_bytes: int,
 ) -> str:
     """``state`` as a token of ``wire``'s format, minted by the first key of ``keys``, valid until ``exp``.
 
     ``state`` is a ``str``, carried as is, or a value msgspec encodes, carried
-    as its JSON text. ``random``: ``wire.nonce_bytes`` of nonce, then
-    ``TOKEN_ID_BYTES`` of token id, from a CSPRNG.
+    as its JSON text. ``nonce``: ``wire.nonce_bytes`` from a CSPRNG (none for
+    ``v1.``); ``token_id``: the id a replay guard claims (``_token_id``).
 
     Raises:
         TypeError, ValueError: an identity that cannot be bound, a state that
@@ -55,8 +53,7 @@ def seal_token(
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
     text = state if isinstance(state, str) else _encode_json(state).decode("utf-8")
     minting = keys.bound(subject, tool)[0]
-    nonce, token_id = random[: wire.nonce_bytes], random[wire.nonce_bytes :]
-    token = wire.seal(build_payload(text, exp, minting.bind_tag, token_id.hex()), minting, nonce)
+    token = wire.seal(build_payload(text, exp, minting.bind_tag, token_id), minting, nonce)
     if len(token) > max_bytes:
         raise ValueError(f"the token would be {len(token)} bytes, over max_token_bytes={max_bytes}")
     return token

@@ -28,6 +28,7 @@ __all__ = [
     "aclaim",
     "check_claim_window",
     "claim",
+    "tell_lifetime",
 ]
 
 DEFAULT_CAPACITY: Final = 100_000
@@ -47,7 +48,12 @@ class GuardUnavailable(Exception):
 
 
 class Guard(Protocol):
-    """Records redeemed token ids: the first claim of an id wins, every later one is a replay."""
+    """Records redeemed token ids: the first claim of an id wins, every later one is a replay.
+
+    A guard may also define ``learn_lifetime(seconds)``: each ``Codec`` built with
+    the guard calls it once with its ``ttl + leeway``, the longest its tokens live,
+    and the guard raises ``ValueError`` there if it cannot serve such tokens.
+    """
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Atomically record ``token_id`` as redeemed until ``expires_at`` (unix seconds).
@@ -77,6 +83,13 @@ def check_claim_window(expires_at: int, now: int) -> None:
     """Refuse a claim whose window is already over: the caller verified an expired token."""
     if expires_at < now:
         raise ValueError("expires_at is before now: an expired token has nothing to claim")
+
+
+def tell_lifetime(guard: object, lifetime: int) -> None:
+    """Tell ``guard`` how long a codec's tokens live (``ttl + leeway``), if it has ``learn_lifetime``."""
+    learn = getattr(guard, "learn_lifetime", None)
+    if callable(learn):
+        learn(lifetime)
 
 
 def _settle(claimed: object) -> None:

@@ -55,7 +55,8 @@ class CodecOptions(TypedDict, total=False):
     guard: Guard | AsyncGuard | None
     """A replay guard instance (``MemoryGuard()``, ``RedisGuard``, any ``Guard`` or
     ``AsyncGuard``): every token is accepted once, claimed after every other check.
-    A guard with a ``max_token_lifetime`` shorter than ``ttl + leeway`` is refused."""
+    The codec tells the guard its ``ttl + leeway`` (``Guard.learn_lifetime``), and a
+    guard that cannot keep claims that long refuses it then."""
     clock: Callable[[], float] | None
     """Unix seconds, read on each call without ``now=``; ``time.time`` when ``None``."""
     metrics: Meter | None
@@ -101,7 +102,6 @@ def check_options(options: CodecOptions) -> Settings:
         raise TypeError(f"metrics must be an OpenTelemetry Meter or None, not {type(metrics).__name__}")
     ttl = check_int("ttl", options.get("ttl", DEFAULT_TTL), 1, MAX_TTL)
     leeway = check_int("leeway", options.get("leeway", 0), 0, MAX_TTL)
-    _check_guard_lifetime(guard, ttl + leeway)
     return Settings(
         ttl=ttl,
         leeway=leeway,
@@ -128,21 +128,6 @@ def check_int(name: str, value: object, minimum: int, maximum: int = INT64_MAX) 
 
 def _bound(value: int) -> str:
     return {INT64_MAX: "2**63-1", INT64_MIN: "-2**63"}.get(value, str(value))
-
-
-def _check_guard_lifetime(guard: object, lifetime: int) -> None:
-    """Refuse a guard that would refuse this codec's tokens: one whose ``max_token_lifetime`` is shorter.
-
-    A guard that bounds the lifetimes it records (the Redis guards) says so with an
-    int ``max_token_lifetime``; a token redeemed as it is minted lives ``ttl + leeway`` more.
-    """
-    bound = getattr(guard, "max_token_lifetime", None)
-    if isinstance(bound, int) and lifetime > bound:
-        raise ValueError(
-            f"the guard's max_token_lifetime ({bound} s) is shorter than the codec's ttl + leeway "
-            f"({lifetime} s), so it would refuse every token: build the guard with "
-            f"max_token_lifetime={lifetime} or more (a margin for the skew between hosts' clocks)"
-        )
 
 
 def _check_guard(guard: object) -> None:

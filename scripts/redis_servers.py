@@ -213,10 +213,13 @@ def running_redis() -> Iterator[str]:
 
 
 @contextmanager
-def running_server() -> Iterator[Server]:
-    """``running_redis``, yielding the server itself: to reconfigure, pause, kill or restart it."""
+def running_server(*extra: str) -> Iterator[Server]:
+    """``running_redis``, yielding the server itself: to reconfigure, pause, kill or restart it.
+
+    ``extra``: more ``redis-server`` arguments (``"--appendonly", "yes"``, for one).
+    """
     with _servers() as start:
-        yield start()
+        yield start(*extra)
 
 
 # LOADING_KEYS values, each past the 1 KiB of dataset after which a loading server answers

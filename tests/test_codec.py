@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from typing import Any, Final
 
 import msgspec
@@ -86,9 +87,9 @@ def test_tokens_differ_each_time_even_for_the_same_state(ring: rs.KeyRing, mode:
     assert mint(ring, mode) != mint(ring, mode)
 
 
-def test_every_token_carries_a_fresh_128_bit_id(ring: rs.KeyRing) -> None:
+def test_every_token_carries_a_fresh_uuid7_id_that_tells_when_it_was_minted(ring: rs.KeyRing) -> None:
     ids = [json.loads(b64decode(mint(ring, rs.Mode.SIGNED).split(".")[1]) or b"")["id"] for _ in range(3)]
-    assert [len(bytes.fromhex(token_id)) for token_id in ids] == [16, 16, 16]
+    assert [(uuid.UUID(token_id).version, rs.minted_at(token_id)) for token_id in ids] == [(7, NOW)] * 3
     assert len(set(ids)) == 3
 
 
@@ -405,7 +406,7 @@ def test_guard_claims_the_token_id_until_exp_plus_leeway(ring: rs.KeyRing, mode:
     guard = RecordingGuard()
     read(mint(ring, mode, ttl=300), ring, mode, now=NOW + 5, leeway=7, guard=guard)
     [(token_id, expires_at, now)] = guard.claims
-    assert (len(bytes.fromhex(token_id)), expires_at, now) == (16, NOW + 300 + 7, NOW + 5)
+    assert (rs.minted_at(token_id), expires_at, now) == (NOW, NOW + 300 + 7, NOW + 5)
 
 
 def test_second_redemption_is_replayed(ring: rs.KeyRing, mode: rs.Mode) -> None:
@@ -673,7 +674,7 @@ def test_averify_claims_what_verify_claims(ring: rs.KeyRing, mode: rs.Mode) -> N
     rs.Codec(ring, mode=mode, leeway=7, guard=recorder).verify(token, **options)
     assert guard.claims == recorder.claims
     [(token_id, expires_at, now)] = guard.claims
-    assert (len(token_id), expires_at, now) == (32, NOW + 300 + 7, NOW)
+    assert (rs.minted_at(token_id), expires_at, now) == (NOW, NOW + 300 + 7, NOW)
 
 
 def test_averify_decodes_the_requested_type(ring: rs.KeyRing, mode: rs.Mode) -> None:

@@ -38,9 +38,10 @@ GUARD: Any = rs.MemoryGuard()  # typed Any: the codec seam types guard as None, 
 def test_a_guard_that_would_refuse_every_token_is_refused_when_the_boundary_is_built(
     build_boundary: Any,
 ) -> None:
-    # The boundary runs a sync guard off the event loop, wrapped: the wrapper shows the guard's bound.
+    # The boundary runs a sync guard off the event loop, wrapped: the wrapper passes the codec's
+    # ttl + leeway on to the guard, which refuses it.
     with pytest.raises(ValueError, match=r"max_token_lifetime \(360 s\) is shorter than .* \(600 s\)"):
-        build_boundary(ttl=600, guard=RedisGuard(redis.Redis()))
+        build_boundary(ttl=600, guard=RedisGuard(redis.Redis(), max_token_lifetime=360))
 
 
 @pytest.fixture

@@ -143,28 +143,32 @@ def test_a_guard_or_clock_that_cannot_serve_is_refused_at_construction(
         codec_with(**options)
 
 
-class BoundedGuard:
-    """A guard that records ids for at most ``max_token_lifetime`` seconds, as the Redis guards do."""
+class LearningGuard:
+    """A guard that learns how long its codecs' tokens live and refuses past ``bound``, as Redis guards do."""
 
-    max_token_lifetime = 360
+    def __init__(self, bound: int | None = None) -> None:
+        self.bound = bound
+        self.learned: list[int] = []
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return True
 
+    def learn_lifetime(self, lifetime: int) -> None:
+        if self.bound is not None and lifetime > self.bound:
+            raise ValueError(f"tokens of {lifetime} s outlive this guard's {self.bound} s")
+        self.learned.append(lifetime)
 
-def test_a_guard_that_would_refuse_every_token_for_living_too_long_is_refused_at_construction() -> None:
+
+def test_a_codec_tells_its_guard_how_long_its_tokens_live() -> None:
+    guard = LearningGuard()
+    codec_with(ttl=331, leeway=30, guard=guard)
+    assert guard.learned == [361]
+
+
+def test_a_guard_that_cannot_serve_the_codecs_tokens_refuses_it_at_construction() -> None:
     # Before: the mismatch showed only at the first claim, as guard_unavailable on every token.
-    message = (
-        r"^the guard's max_token_lifetime \(360 s\) is shorter than the codec's ttl \+ leeway \(361 s\), "
-        r"so it would refuse every token: build the guard with max_token_lifetime=361 or more"
-    )
-    with pytest.raises(ValueError, match=message):
-        codec_with(ttl=331, leeway=30, guard=BoundedGuard())
-
-
-def test_a_guard_whose_max_token_lifetime_is_exactly_ttl_plus_leeway_serves() -> None:
-    guard = BoundedGuard()
-    assert codec_with(ttl=330, leeway=30, guard=guard).guard is guard
+    with pytest.raises(ValueError, match=r"^tokens of 361 s outlive this guard's 360 s$"):
+        codec_with(ttl=331, leeway=30, guard=LearningGuard(bound=360))
 
 
 def test_options_are_read_back_as_given() -> None:

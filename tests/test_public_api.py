@@ -30,6 +30,7 @@ def test_all_names_the_public_surface() -> None:
         "Reason",
         "decode",
         "encode",
+        "minted_at",
         "verify",
     }
 
@@ -67,5 +68,5 @@ def test_public_functions_classes_and_codec_methods_have_docstrings() -> None:
     public = [getattr(rs, name) for name in rs.__all__]
     documented: list[Any] = [v for v in public if inspect.isfunction(v) or inspect.isclass(v)]
     documented += [*CODEC_METHODS, rs.Codec.from_env, rs.KeyRing.from_env, rs.KeyRing.bound]
-    assert len(documented) == 22  # 11 classes, 3 functions, 5 Codec methods, 2 from_env, bound
+    assert len(documented) == 23  # 11 classes, 4 functions, 5 Codec methods, 2 from_env, bound
     assert [v.__qualname__ for v in documented if not inspect.getdoc(v)] == []

@@ -1,8 +1,8 @@
 """RedisGuard and AsyncRedisGuard against one real redis-server on a loopback port (support/redis_server.py).
 
 The faults a claim can meet (no answer, each error reply, a late WAIT) and a Redis that forgets
-(FLUSHALL, a restart without persistence) are here too. Clusters, replicas, failovers and load:
-test_redis_fleet.py.
+(FLUSHALL, a restart with or without persistence, an eviction) are here too. Clusters, replicas,
+failovers and load: test_redis_fleet.py. Random faults under load: scripts/nemesis.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import redis
@@ -28,25 +28,29 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 import requeststate as rs
-from requeststate._guard import GuardUnavailable
-from requeststate.redis import AsyncRedisGuard, RedisGuard, redis_key
+from requeststate import GuardUnavailable
+from requeststate.redis import DEFAULT_CLOCK_SKEW, AsyncRedisGuard, RedisGuard, claim_location
 
 from .support import redis_server
 from .support.redis_faults import FAULTS, replying
-from .support.redis_guards import FLAVOURS, AsyncOnALoop, build, lost_by, outcome
+from .support.redis_guards import FLAVOURS, AsyncOnALoop, Claimer, build, lost, minted, outcome
 from .support.redis_server import Server
 from .support.reference import b64
 
 NOW = 2_000_000_000
-ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
-OTHER_ID = "0123456789abcdef0123456789abcdef"
+# When the tests' guards begin Redis's memory: a minute before their tokens are minted.
+BEGUN = NOW - 60
+ID = minted(NOW)
+OTHER_ID = minted(NOW)
+# An id of another layout (requeststate 0.3's, another writer's): it does not tell when it was minted.
+UNDATED_ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
 SECRET = hashlib.sha256(b"test_redis").digest()
 RACE_SECONDS = 30.0
 # For a claim that must be answered: a loaded 2-core machine can hold Redis back past the default 250 ms.
 PATIENT_SECONDS = 5.0
-# The token lifetime the loss tests declare: the codec's default ttl, no leeway.
+# The token lifetime the undated-id tests declare: the codec's default ttl, no leeway.
 LIFETIME = 300
-LOST = "Redis lost the guard's claims"
+SKEW = DEFAULT_CLOCK_SKEW
 
 
 @pytest.fixture(scope="session")
@@ -73,9 +77,19 @@ def namespace() -> str:
     return f"test-{uuid.uuid4().hex}"
 
 
+AnyClaimer = TypeVar("AnyClaimer", bound=Claimer)
+
+
+def begun(guard: AnyClaimer, now: int = BEGUN) -> AnyClaimer:
+    """``guard``, once it began Redis's memory at ``now``: the tokens minted from then on are accepted."""
+    guard.begin(now)
+    return guard
+
+
 @pytest.fixture
 def guard(redis_url: str, namespace: str) -> Iterator[RedisGuard]:
     guard = RedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
+    guard.begin(BEGUN)
     yield guard
     guard.close()
 
@@ -110,6 +124,13 @@ def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [record.getMessage() for record in caplog.records if record.name == "requeststate.redis"]
 
 
+def held(client: redis.Redis, namespace: str, token_id: str) -> float | None:
+    """The score (the token's expiry) under which Redis holds ``token_id``'s claim, or ``None``."""
+    key, member = claim_location(namespace, token_id)
+    score: float | None = client.zscore(key, member)
+    return score
+
+
 # --- RedisGuard -----------------------------------------------------------------------------------
 
 
@@ -127,74 +148,118 @@ def test_ids_are_claimed_independently(guard: RedisGuard) -> None:
     assert guard.claim(OTHER_ID, NOW + 300, NOW) is True
 
 
-def test_key_lives_until_one_second_after_expires_at_by_the_verifier_clock(
+def test_a_claim_is_held_by_its_expiry_and_carries_no_redis_expiry(
     guard: RedisGuard, client: redis.Redis, namespace: str
 ) -> None:
-    # NOW is years ahead of Redis's clock: the lifetime is counted from the verifier's now.
+    # Redis's clock plays no part: a claim that Redis would expire on its own clock dies early
+    # when that clock steps forward (before: every claim, after a 600 s step).
     guard.claim(ID, NOW + 300, NOW)
-    assert client.ttl(redis_key(namespace, ID)) == 301
+    assert (held(client, namespace, ID), client.ttl(f"{namespace}:claims")) == (NOW + 300, -1)
 
 
-def test_replay_is_refused_when_the_verifier_clock_is_behind_redis(guard: RedisGuard) -> None:
+def test_a_verifier_clock_skew_ahead_removes_no_claim_a_slower_verifier_still_honours(
+    redis_url: str, namespace: str
+) -> None:
+    # Before: each verifier set the key's lifetime from its own clock, and a key written by a host
+    # 1 s ahead was gone while a host 1 s behind still accepted the token (3 of 3 replays).
+    expires = NOW + 300
+    fast, slow = (RedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS) for _ in "ab")
+    try:
+        fast.begin(BEGUN)
+        assert slow.claim(ID, expires, NOW) is True
+        # The fast verifier's clock reads expires + SKEW when the slow one's reads expires: it
+        # claims another token, which removes the claims that expired on its clock.
+        assert fast.claim(OTHER_ID, expires + SKEW + 300, expires + SKEW) is True
+        assert slow.claim(ID, expires, expires) is False
+    finally:
+        fast.close()
+        slow.close()
+
+
+def test_a_claim_is_removed_once_its_expiry_plus_clock_skew_has_passed(
+    guard: RedisGuard, client: redis.Redis, namespace: str
+) -> None:
+    expires = NOW + 300
+    guard.claim(ID, expires, NOW)
+    guard.claim(minted(NOW), expires + 400, expires + SKEW)
+    kept = held(client, namespace, ID)
+    guard.claim(minted(NOW), expires + 400, expires + SKEW + 1)
+    assert (kept, held(client, namespace, ID)) == (expires, None)
+
+
+def test_clock_skew_sets_how_long_a_claim_outlives_its_token(
+    redis_url: str, client: redis.Redis, namespace: str
+) -> None:
+    guard = begun(RedisGuard.from_url(redis_url, namespace=namespace, clock_skew=30, timeout=PATIENT_SECONDS))
+    try:
+        guard.claim(ID, NOW + 300, NOW)
+        guard.claim(minted(NOW), NOW + 800, NOW + 330)
+        kept = held(client, namespace, ID)
+        guard.claim(minted(NOW), NOW + 800, NOW + 331)
+    finally:
+        guard.close()
+    assert (kept, held(client, namespace, ID)) == (NOW + 300, None)
+
+
+def test_replay_is_refused_when_the_verifier_clock_is_behind_redis(redis_url: str, namespace: str) -> None:
     # 5 s behind, 2 s before expiry: an absolute expiry (EXAT now + 3) is already past for Redis.
     now = int(time.time()) - 5
-    assert [guard.claim(ID, now + 2, now) for _ in range(3)] == [True, False, False]
-
-
-def test_id_is_free_once_its_key_expires(guard: RedisGuard) -> None:
-    now = int(time.time())
-    guard.claim(ID, now, now)
-    assert guard.claim(ID, now, now) is False
-    time.sleep(1.05)
-    assert guard.claim(ID, now + 301, now + 1) is True
+    guard = begun(RedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS), now - 60)
+    try:
+        token_id = minted(now)
+        assert [guard.claim(token_id, now + 2, now) for _ in range(3)] == [True, False, False]
+    finally:
+        guard.close()
 
 
 def test_namespaces_do_not_share_ids(redis_url: str, guard: RedisGuard) -> None:
     other = RedisGuard.from_url(redis_url, namespace=f"other-{uuid.uuid4().hex}", timeout=PATIENT_SECONDS)
     try:
+        other.begin(BEGUN)
         guard.claim(ID, NOW + 300, NOW)
         assert other.claim(ID, NOW + 300, NOW) is True
     finally:
         other.close()
 
 
-def test_redis_holds_the_claim_under_the_sha256_of_the_id_and_one_marker(
+def test_redis_holds_every_claim_and_the_marker_in_one_sorted_set(
     guard: RedisGuard, client: redis.Redis, namespace: str
 ) -> None:
     guard.claim(ID, NOW + 300, NOW)
-    digest = hashlib.sha256(ID.encode()).hexdigest()
-    assert keys_under(client, namespace) == [f"{namespace}:{digest}".encode(), f"{namespace}:marker".encode()]
-
-
-def test_redis_holds_the_id_neither_in_a_key_nor_in_a_value(
-    guard: RedisGuard, client: redis.Redis, namespace: str
-) -> None:
-    guard.claim(ID, NOW + 300, NOW)
-    key = redis_key(namespace, ID)
-    assert ID.encode() not in b"".join(keys_under(client, namespace))
-    assert client.get(key) == b"1"
-    assert ID not in repr(client.hgetall(f"{namespace}:marker"))
-
-
-def test_the_longest_max_token_lifetime_is_a_lifetime_redis_stores(redis_url: str, namespace: str) -> None:
-    # Redis refuses an EX whose milliseconds, added to its clock, pass 2**63 - 1.
-    longest = 2**62 // 1000
-    guard = RedisGuard.from_url(
-        redis_url, namespace=namespace, max_token_lifetime=longest, timeout=PATIENT_SECONDS
+    guard.claim(OTHER_ID, NOW + 300, NOW)
+    run_id = client.info("server")["run_id"]
+    members = client.zrange(f"{namespace}:claims", 0, -1)
+    assert keys_under(client, namespace) == [f"{namespace}:claims".encode()]
+    assert sorted(members[:2]) == sorted(
+        hashlib.sha256(i.encode()).hexdigest().encode() for i in (ID, OTHER_ID)
     )
-    try:
-        assert [guard.claim(ID, NOW + longest, NOW), guard.claim(ID, NOW + longest, NOW)] == [True, False]
-    finally:
-        guard.close()
+    assert members[2:] == [f"marker:{run_id}:{BEGUN}".encode()]
+
+
+def test_redis_holds_the_id_nowhere(guard: RedisGuard, client: redis.Redis, namespace: str) -> None:
+    guard.claim(ID, NOW + 300, NOW)
+    assert ID.encode() not in b"".join(
+        [*keys_under(client, namespace), *client.zrange(f"{namespace}:claims", 0, -1)]
+    )
+
+
+def test_the_latest_time_redis_scores_exactly_is_claimed_and_a_later_one_refused(
+    guard: RedisGuard,
+) -> None:
+    latest = 2**53 - 1
+    claims = [guard.claim(ID, latest, NOW), guard.claim(ID, latest, NOW)]
+    with pytest.raises(GuardUnavailable, match=r"^a time past 2\*\*53 s, which Redis cannot score exactly$"):
+        guard.claim(OTHER_ID, latest + 1, NOW)
+    assert claims == [True, False]
 
 
 @pytest.mark.parametrize(("protocol", "decode_responses"), [(2, True), (3, False), (3, True)])
 def test_a_client_of_either_protocol_decoding_or_not_claims_alike(
     redis_url: str, namespace: str, protocol: int, decode_responses: bool
 ) -> None:
-    # The script's reply is an array of an integer and two bulk strings: bytes, or str once decoded.
+    # The script's reply is an array of a bulk string and two integers: bytes, or str once decoded.
     own = redis.Redis.from_url(redis_url, protocol=protocol, decode_responses=decode_responses)
-    guard = RedisGuard(own, namespace=namespace)
+    guard = begun(RedisGuard(own, namespace=namespace))
     try:
         assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
     finally:
@@ -206,7 +271,26 @@ def test_claim_after_expires_at_is_refused_as_a_caller_mistake(guard: RedisGuard
         guard.claim(ID, NOW - 1, NOW)
 
 
-def test_a_token_living_past_max_token_lifetime_is_refused_unclaimed(
+def test_a_token_minted_past_clock_skew_in_the_future_is_refused_unclaimed(
+    guard: RedisGuard, client: redis.Redis, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its minter's clock runs ahead of this verifier's by more than the guard allows: the margin
+    # that keeps two verifiers from both accepting a token no longer holds.
+    ahead = minted(NOW + SKEW + 1)
+    with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
+        with pytest.raises(
+            GuardUnavailable, match=r"minted 6 s after this verifier's now, past clock_skew \(5 s\)"
+        ):
+            guard.claim(ahead, NOW + 306, NOW)
+        with pytest.raises(GuardUnavailable):
+            guard.claim(minted(NOW + SKEW + 1), NOW + 306, NOW)
+    assert (held(client, namespace, ahead), guard.claim(minted(NOW + SKEW), NOW + 305, NOW)) == (None, True)
+    assert [message.split(",")[0] for message in warnings_of(caplog)] == [
+        "Redis replay guard: a token was minted 6 s in this verifier's future"
+    ]
+
+
+def test_an_undated_token_living_past_max_token_lifetime_is_refused_unclaimed(
     redis_url: str, client: redis.Redis, namespace: str
 ) -> None:
     guard = RedisGuard.from_url(
@@ -214,20 +298,20 @@ def test_a_token_living_past_max_token_lifetime_is_refused_unclaimed(
     )
     try:
         with pytest.raises(GuardUnavailable, match=r"lives 301 s more, past max_token_lifetime \(300 s\)"):
-            guard.claim(ID, NOW + LIFETIME + 1, NOW)
+            guard.claim(UNDATED_ID, NOW + LIFETIME + 1, NOW)
     finally:
         guard.close()
     assert keys_under(client, namespace) == []
 
 
-def test_tokens_living_past_max_token_lifetime_log_one_warning(
+def test_undated_tokens_living_past_max_token_lifetime_log_one_warning(
     redis_url: str, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     guard = RedisGuard.from_url(
         redis_url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
     )
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
-        for token_id in (ID, OTHER_ID, ID):
+        for token_id in (UNDATED_ID, uuid.uuid4().hex, UNDATED_ID):
             with pytest.raises(GuardUnavailable):
                 guard.claim(token_id, NOW + LIFETIME + 60, NOW)
     guard.close()
@@ -236,8 +320,27 @@ def test_tokens_living_past_max_token_lifetime_log_one_warning(
     ]
 
 
+def test_an_undated_token_is_taken_as_minted_one_max_token_lifetime_before_its_expiry(
+    redis_url: str, namespace: str
+) -> None:
+    # Its earliest possible mint time: it counts as minted before Redis's memory began unless
+    # it expires more than max_token_lifetime + clock_skew after that.
+    guard = begun(
+        RedisGuard.from_url(
+            redis_url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
+        ),
+        NOW,
+    )
+    try:
+        refused = outcome(guard, UNDATED_ID, NOW + LIFETIME + SKEW, NOW + 10)
+        accepted = outcome(guard, uuid.uuid4().hex, NOW + LIFETIME + SKEW + 1, NOW + 10)
+    finally:
+        guard.close()
+    assert (refused, accepted) == (lost(NOW + SKEW, NOW), True)
+
+
 def test_processes_racing_on_the_same_ids_claim_each_exactly_once(redis_url: str, namespace: str) -> None:
-    ids = [uuid.uuid4().hex for _ in range(200)]
+    ids = [minted(NOW) for _ in range(200)]
     won = redis_server.race(redis_url, namespace, ids, processes=4, seconds=RACE_SECONDS)
     assert Counter(won) == Counter(ids)
 
@@ -305,17 +408,36 @@ def test_replica_timeout_must_be_positive_and_finite(replica_timeout: float) -> 
 @pytest.mark.parametrize(
     ("lifetime", "error", "message"),
     [
-        (0, ValueError, "max_token_lifetime must be an int from 1 to 4611686018427387"),
-        (2**62 // 1000 + 1, ValueError, "max_token_lifetime must be an int from 1"),
+        (0, ValueError, "max_token_lifetime must be an int from 1 to 172800"),
+        (172_801, ValueError, "max_token_lifetime must be an int from 1 to 172800, got 172801"),
         (300.0, TypeError, "max_token_lifetime must be an int, not float"),
         (True, TypeError, "max_token_lifetime must be an int, not bool"),
     ],
 )
-def test_max_token_lifetime_must_be_whole_seconds_redis_can_store(
+def test_max_token_lifetime_must_be_whole_seconds_up_to_two_days(
     lifetime: object, error: type[Exception], message: str
 ) -> None:
     with pytest.raises(error, match=message):
         RedisGuard(redis.Redis(), max_token_lifetime=lifetime)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("skew", "error", "message"),
+    [
+        (-1, ValueError, r"^clock_skew must be an int from 0 to 86400, got -1$"),
+        (1.5, TypeError, r"^clock_skew must be an int, not float$"),
+    ],
+)
+def test_clock_skew_must_be_whole_seconds_up_to_a_day(
+    skew: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        RedisGuard(redis.Redis(), clock_skew=skew)  # type: ignore[arg-type]
+
+
+def test_allow_eviction_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match=r"^allow_eviction must be a bool, not int$"):
+        AsyncRedisGuard(redis.asyncio.Redis(), allow_eviction=1)  # type: ignore[arg-type]
 
 
 def test_replica_timeout_rounds_up_to_whole_milliseconds(redis_url: str, namespace: str) -> None:
@@ -323,6 +445,7 @@ def test_replica_timeout_rounds_up_to_whole_milliseconds(redis_url: str, namespa
     guard = RedisGuard.from_url(
         redis_url, namespace=namespace, timeout=PATIENT_SECONDS, replicas=1, replica_timeout=0.0001
     )
+    guard.begin(BEGUN)
     try:
         with pytest.raises(GuardUnavailable, match=r"^0 of 1 replicas acknowledged the claim within 1 ms$"):
             guard.claim(ID, NOW + 300, NOW)
@@ -340,13 +463,28 @@ def test_repr_shows_the_replicas_it_waits_for() -> None:
     assert repr(guard) == "RedisGuard(namespace='app', fail_open=False, replicas=2)"
 
 
-def test_repr_shows_a_max_token_lifetime_other_than_the_default() -> None:
-    guard = RedisGuard(redis.Redis(), namespace="app", max_token_lifetime=330)
-    assert repr(guard) == "RedisGuard(namespace='app', fail_open=False, max_token_lifetime=330)"
+def test_repr_shows_the_options_given_that_differ_from_a_plain_guards() -> None:
+    guard = RedisGuard(
+        redis.Redis(), namespace="app", max_token_lifetime=330, clock_skew=2, allow_eviction=True
+    )
+    assert repr(guard) == (
+        "RedisGuard(namespace='app', fail_open=False, max_token_lifetime=330, clock_skew=2, "
+        "allow_eviction=True)"
+    )
 
 
-def test_the_default_max_token_lifetime_serves_the_default_ttl_with_a_minute_of_leeway() -> None:
+def test_a_guard_learns_the_longest_ttl_plus_leeway_of_the_codecs_built_with_it() -> None:
     guard = RedisGuard(redis.Redis())
+    ring = rs.KeyRing(SECRET)
+    lifetimes = [guard.max_token_lifetime]
+    rs.Codec(ring, mode="encrypted", ttl=600, leeway=30, guard=guard)
+    lifetimes.append(guard.max_token_lifetime)
+    rs.Codec(ring, mode="signed", ttl=60, guard=guard)
+    assert [*lifetimes, guard.max_token_lifetime] == [360, 630, 630]
+
+
+def test_a_given_max_token_lifetime_shorter_than_a_codecs_ttl_plus_leeway_refuses_the_codec() -> None:
+    guard = RedisGuard(redis.Redis(), max_token_lifetime=360)
     ring = rs.KeyRing(SECRET)
     assert rs.Codec(ring, mode="encrypted", leeway=60, guard=guard).guard is guard
     with pytest.raises(
@@ -359,7 +497,7 @@ def test_a_deployment_whose_ttl_outlives_the_guards_max_token_lifetime_fails_at_
     # Before: REQUESTSTATE_TTL=3600 beside a guard of a shorter lifetime refused every token at run time.
     environ = {"REQUESTSTATE_KEYS": b64(SECRET), "REQUESTSTATE_TTL": "3600"}
     with pytest.raises(ValueError, match=r"max_token_lifetime \(360 s\) is shorter than .* \(3600 s\)"):
-        rs.Codec.from_env(environ=environ, guard=RedisGuard(redis.Redis()))
+        rs.Codec.from_env(environ=environ, guard=RedisGuard(redis.Redis(), max_token_lifetime=360))
 
 
 def test_repr_shows_namespace_and_fail_open_only() -> None:
@@ -532,6 +670,7 @@ def test_a_wait_answered_after_the_client_stopped_reading_never_accepts_a_replay
         aown = redis.asyncio.Redis.from_url(redis_url, socket_timeout=0.25, retry=AsyncRetry(NoBackoff(), 0))
         guard = AsyncOnALoop(AsyncRedisGuard(aown, replica_timeout=2.0, **options))
     try:
+        guard.begin(BEGUN)
         claims = [outcome(guard, ID, NOW + 300, NOW) for _ in range(2)]
     finally:
         guard.close()
@@ -553,6 +692,7 @@ def test_a_wait_no_replica_acknowledged_refuses_the_claim_and_then_its_replay(
         replica_timeout=0.01,
     )
     try:
+        guard.begin(BEGUN)
         claims = [outcome(guard, ID, NOW + 300, NOW) for _ in range(2)]
     finally:
         guard.close()
@@ -653,6 +793,7 @@ def test_async_fail_open_refuses_when_its_own_blocking_pool_has_no_connection_fr
 
 def test_fail_open_still_refuses_a_replay_while_redis_answers(redis_url: str, namespace: str) -> None:
     guard = RedisGuard.from_url(redis_url, namespace=namespace, fail_open=True, timeout=PATIENT_SECONDS)
+    guard.begin(BEGUN)
     guard.claim(ID, NOW + 300, NOW)
     assert guard.claim(ID, NOW + 300, NOW) is False
     guard.close()
@@ -667,129 +808,240 @@ def test_a_reply_that_is_not_the_claims_fails_closed(monkeypatch: pytest.MonkeyP
 
 # --- a Redis that forgot --------------------------------------------------------------------------
 
+# Each empties database 0; SWAPDB swaps it for database 1, which holds no claim of this test's.
+LOSSES: dict[str, tuple[str | int, ...]] = {
+    "FLUSHALL": ("FLUSHALL",),
+    "FLUSHDB": ("FLUSHDB",),
+    "SWAPDB": ("SWAPDB", 0, 1),
+}
+
+
+def forget(server: Server, loss: str) -> None:
+    server.execute(*LOSSES[loss])
+
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("fail_open", [False, True])
-def test_after_flushall_no_token_redeemed_before_is_accepted(
-    server: Server, namespace: str, fail_open: bool, flavour: str
+@pytest.mark.parametrize("replayed_by", ["the same process", "a process that never claimed"])
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_after_redis_forgot_no_token_redeemed_before_is_accepted(
+    server: Server, namespace: str, loss: str, replayed_by: str, fail_open: bool, flavour: str
 ) -> None:
-    guard = build(
-        flavour,
-        server.url,
-        namespace=namespace,
-        fail_open=fail_open,
-        max_token_lifetime=LIFETIME,
-        timeout=PATIENT_SECONDS,
-    )
-    ids = [uuid.uuid4().hex for _ in range(20)]
+    # Before: a process that never saw the store (and a fleet restarted with its Redis) could not
+    # tell a new Redis from one that forgot, and accepted every replay (50 of 50 for each loss).
+    options: dict[str, Any] = {"namespace": namespace, "fail_open": fail_open, "timeout": PATIENT_SECONDS}
+    first = begun(build(flavour, server.url, **options))
+    ids = [minted(NOW) for _ in range(20)]
     try:
-        assert [guard.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 20
-        server.execute("FLUSHALL")
-        replays = [outcome(guard, token_id, NOW + 300, NOW + 10) for token_id in ids]
+        assert [first.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 20
+        forget(server, loss)
+        second = first if replayed_by == "the same process" else build(flavour, server.url, **options)
+        try:
+            replays = [outcome(second, token_id, NOW + 300, NOW + 10) for token_id in ids]
+        finally:
+            if second is not first:
+                second.close()
     finally:
-        guard.close()
-    assert replays == [lost_by(NOW + 10 + LIFETIME)] * 20
+        first.close()
+    assert replays == [lost(NOW, NOW + 10)] * 20
 
 
 def test_a_loss_is_logged_once_not_per_claim(
     server: Server, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    guard = RedisGuard.from_url(
-        server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
-    )
+    guard = begun(RedisGuard.from_url(server.url, namespace=namespace, timeout=PATIENT_SECONDS))
     guard.claim(ID, NOW + 300, NOW)
     server.execute("FLUSHALL")
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
         for now in range(NOW, NOW + 5):
-            with pytest.raises(GuardUnavailable, match=LOST):
-                guard.claim(uuid.uuid4().hex, NOW + 300, now)
+            with pytest.raises(GuardUnavailable, match="before Redis's memory of the claims began"):
+                guard.claim(minted(NOW), NOW + 300, now)
     guard.close()
     assert warnings_of(caplog) == [
-        f"Redis lost the replay guard's claims (namespace {namespace!r}; its marker changed): every "
-        f"token that expires by {NOW + LIFETIME} (unix time) is refused, as it may have been redeemed "
-        "before the loss"
+        f"Redis replay guard: Redis's memory of the claims (namespace {namespace!r}) began at {NOW} (unix "
+        f"time): it is new, or it forgot them (a restart, a flush, a failover, an eviction); every token "
+        f"minted by {NOW + SKEW} is refused, as it may have been redeemed before"
     ]
 
 
-def test_the_loss_window_ends_one_max_token_lifetime_after_the_loss(server: Server, namespace: str) -> None:
-    guard = RedisGuard.from_url(
-        server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
-    )
+def test_tokens_minted_more_than_clock_skew_after_the_loss_is_noticed_are_accepted(
+    server: Server, namespace: str
+) -> None:
+    # Before: every token that expired within max_token_lifetime (360 s) of the loss was refused,
+    # so every flow started in the first minute after a loss failed.
+    guard = begun(RedisGuard.from_url(server.url, namespace=namespace, timeout=PATIENT_SECONDS))
     try:
         guard.claim(ID, NOW + 300, NOW)
         server.execute("FLUSHALL")
-        # Detected at NOW: a token that expires by NOW + LIFETIME may have been redeemed before;
-        # one that expires later was minted after the loss.
-        last_refused = outcome(guard, OTHER_ID, NOW + LIFETIME, NOW)
-        first_accepted = outcome(guard, uuid.uuid4().hex, NOW + LIFETIME + 1, NOW + 1)
+        noticed = outcome(guard, OTHER_ID, NOW + 300, NOW + 10)  # the memory begins again at NOW + 10
+        outcomes = [outcome(guard, minted(at), at + 300, at) for at in (NOW + 10 + SKEW, NOW + 11 + SKEW)]
     finally:
         guard.close()
-    assert (last_refused, first_accepted) == (lost_by(NOW + LIFETIME), True)
+    assert (noticed, outcomes) == (lost(NOW, NOW + 10), [lost(NOW + 10 + SKEW, NOW + 10), True])
 
 
-def test_a_guard_that_never_saw_the_store_learns_the_loss_from_its_marker(
-    server: Server, namespace: str, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_redis_begun_at_start_refuses_no_token_minted_after_and_logs_nothing(
+    redis_url: str, namespace: str, flavour: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    first = RedisGuard.from_url(
-        server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
-    )
-    first.claim(ID, NOW + 300, NOW)
-    server.execute("FLUSHALL")
-    with pytest.raises(GuardUnavailable, match=LOST):
-        first.claim(OTHER_ID, NOW + 300, NOW)  # notices the loss, and records it in the new marker
-    first.close()
-    # Another process, started after the loss: it never saw the store before.
-    caplog.clear()
-    second = RedisGuard.from_url(
-        server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
-    )
+    guard = build(flavour, redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
-        replay = outcome(second, ID, NOW + 300, NOW + 5)
-    second.close()
-    assert replay == lost_by(NOW + LIFETIME)
-    assert ["another guard saw its marker change" in message for message in warnings_of(caplog)] == [True]
-
-
-def test_a_guard_idle_through_a_loss_counts_its_window_from_the_loss_not_from_its_own_claim(
-    server: Server, namespace: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    # Before: a guard that saw the old marker opened a new window (its now + lifetime) whenever it
-    # next claimed, refusing fresh tokens across the fleet long after the loss.
-    idle, busy = (
-        RedisGuard.from_url(
-            server.url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
-        )
-        for _ in range(2)
-    )
-    try:
-        idle.claim(ID, NOW + 300, NOW)
-        busy.claim(OTHER_ID, NOW + 300, NOW)
-        server.execute("FLUSHALL")
-        noticed = outcome(busy, uuid.uuid4().hex, NOW + 300, NOW + 10)  # the marker is written at NOW + 10
-        later = NOW + 10 + LIFETIME + 100
-        caplog.clear()  # busy's warning, when it noticed
-        with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
-            outcomes = [
-                outcome(idle, uuid.uuid4().hex, later + 300, later),
-                outcome(idle, ID, later + 300, later),
-            ]
-    finally:
-        idle.close()
-        busy.close()
-    assert noticed == lost_by(NOW + 10 + LIFETIME)
-    assert (outcomes, warnings_of(caplog)) == ([True, True], [])
-
-
-def test_a_fresh_redis_at_first_deploy_refuses_nothing_and_logs_nothing(
-    redis_url: str, namespace: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    guard = RedisGuard.from_url(
-        redis_url, namespace=namespace, max_token_lifetime=LIFETIME, timeout=PATIENT_SECONDS
-    )
-    with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
-        claims = [guard.claim(uuid.uuid4().hex, NOW + 300, NOW) for _ in range(3)]
+        guard.begin(NOW - SKEW - 1)
+        claims = [guard.claim(minted(NOW), NOW + 300, NOW + 1) for _ in range(3)]
     guard.close()
     assert (claims, warnings_of(caplog)) == ([True] * 3, [])
+
+
+def test_begin_leaves_a_memory_that_began_before_as_it_is(server: Server, namespace: str) -> None:
+    guard = begun(RedisGuard.from_url(server.url, namespace=namespace, timeout=PATIENT_SECONDS))
+    try:
+        guard.begin(NOW)  # a second process, started later
+        claimed = guard.claim(ID, NOW + 300, NOW)
+    finally:
+        guard.close()
+    assert claimed is True
+
+
+def test_a_first_claim_with_no_record_of_redis_memory_refuses_its_own_token_and_begins_it(
+    redis_url: str, namespace: str
+) -> None:
+    # A new Redis and one that forgot look alike: the token was minted before anything was recorded.
+    guard = RedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
+    try:
+        first = outcome(guard, ID, NOW + 300, NOW + 10)
+        then = outcome(guard, minted(NOW + 11 + SKEW), NOW + 311 + SKEW, NOW + 11 + SKEW)
+    finally:
+        guard.close()
+    assert (first, then) == (lost(NOW, NOW + 10), True)
+
+
+@pytest.fixture
+def own_server() -> Iterator[Server]:
+    with redis_server.or_skip(redis_server.running_server()) as running:
+        yield running
+
+
+@pytest.mark.parametrize(
+    "persistence",
+    [
+        pytest.param(("--dbfilename", "guard.rdb"), id="RDB snapshot"),
+        pytest.param(("--appendonly", "yes", "--appendfsync", "everysec"), id="AOF everysec"),
+        pytest.param(("--appendonly", "yes", "--appendfsync", "always"), id="AOF always"),
+    ],
+)
+def test_a_restart_from_disk_refuses_every_token_redeemed_before(
+    namespace: str, persistence: tuple[str, ...]
+) -> None:
+    # Before: the marker came back from the snapshot, the claims made after it did not, and every
+    # token redeemed after the snapshot was accepted again (200 of 200). A restarted server has a
+    # new run_id, so its memory begins again, however much of it came back from disk.
+    with redis_server.or_skip(redis_server.running_server(*persistence)) as persisted:
+        guard = begun(RedisGuard.from_url(persisted.url, namespace=namespace, timeout=PATIENT_SECONDS))
+        try:
+            saved, unsaved = minted(NOW), minted(NOW)
+            guard.claim(saved, NOW + 300, NOW)
+            persisted.execute("SAVE")
+            guard.claim(unsaved, NOW + 300, NOW)
+            persisted.kill()
+            persisted.restart()
+            redis_server.wait_until(
+                lambda: persisted.execute("EXISTS", f"{namespace}:claims") == 1, "no reload"
+            )
+        finally:
+            guard.close()
+        later = RedisGuard.from_url(persisted.url, namespace=namespace, timeout=PATIENT_SECONDS)
+        try:
+            replays = [outcome(later, token_id, NOW + 300, NOW + 10) for token_id in (saved, unsaved)]
+            # Minted before the restart and never redeemed: what came back from disk cannot tell.
+            unredeemed = outcome(later, minted(NOW), NOW + 300, NOW + 10)
+            fresh = outcome(later, minted(NOW + 16), NOW + 316, NOW + 16)
+        finally:
+            later.close()
+    # A claim that came back from disk is a replay; one that did not (RDB: every claim after the
+    # SAVE) is refused as minted before the restart, as is every token minted before it.
+    assert set(replays) <= {False, lost(NOW, NOW + 10)}
+    assert (unredeemed, fresh) == (lost(NOW, NOW + 10), True)
+    if "guard.rdb" in persistence:
+        assert replays == [False, lost(NOW, NOW + 10)]
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu", "allkeys-random"])
+def test_a_redis_whose_policy_may_evict_claims_is_refused_naming_the_policy_and_the_fix(
+    own_server: Server, namespace: str, policy: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: claim keys carried a TTL, so every volatile policy evicted them first (299 of 300).
+    own_server.execute("CONFIG", "SET", "maxmemory-policy", policy)
+    guard = RedisGuard.from_url(own_server.url, namespace=namespace, timeout=PATIENT_SECONDS)
+    expected = (
+        f"Redis's maxmemory-policy is {policy}, which can evict the guard's claims: set maxmemory-policy "
+        "to noeviction (or a volatile-* policy, which never evicts them), or build the guard with "
+        "allow_eviction=True to claim anyway"
+    )
+    with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
+        refused = [outcome(guard, minted(NOW), NOW + 300, NOW) for _ in range(2)]
+        with pytest.raises(GuardUnavailable) as at_start:
+            guard.begin(BEGUN)
+    guard.close()
+    assert (refused, str(at_start.value)) == ([expected] * 2, expected)
+    assert warnings_of(caplog) == [f"Redis replay guard: {expected}"]
+
+
+def fill(server: Server, *, volatile: bool, until: Any = lambda: False, keys: int = 20_000) -> None:
+    """Write ``keys`` values of 1 KiB (with a TTL if ``volatile``), or fewer if ``until()`` comes true."""
+    client = server.client()
+    try:
+        for start in range(0, keys, 500):
+            with client.pipeline(transaction=False) as batch:
+                for index in range(start, start + 500):
+                    batch.set(f"junk:{index}", "x" * 1024, ex=3600 if volatile else None)
+                batch.execute()
+            if until():
+                return
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("policy", ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"])
+def test_a_volatile_policy_evicting_under_pressure_never_evicts_a_claim(
+    own_server: Server, namespace: str, policy: str
+) -> None:
+    guard = begun(RedisGuard.from_url(own_server.url, namespace=namespace, timeout=PATIENT_SECONDS))
+    ids = [minted(NOW) for _ in range(300)]
+    try:
+        assert [guard.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 300
+        used = int(own_server.execute("INFO", "memory")["used_memory"])
+        own_server.execute("CONFIG", "SET", "maxmemory", used + 2 * 1024 * 1024)
+        own_server.execute("CONFIG", "SET", "maxmemory-policy", policy)
+        fill(own_server, volatile=True)
+        evicted = int(own_server.execute("INFO", "stats")["evicted_keys"])
+        replays = Counter(str(guard.claim(token_id, NOW + 300, NOW + 1)) for token_id in ids)
+    finally:
+        guard.close()
+    assert evicted > 1000
+    assert replays == {"False": 300}
+
+
+def test_with_allow_eviction_an_evicted_set_of_claims_is_a_loss_and_no_replay_is_accepted(
+    own_server: Server, namespace: str
+) -> None:
+    options: dict[str, Any] = {"namespace": namespace, "allow_eviction": True, "timeout": PATIENT_SECONDS}
+    guard = begun(RedisGuard.from_url(own_server.url, **options))
+    ids = [minted(NOW) for _ in range(300)]
+    try:
+        assert [guard.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 300
+        used = int(own_server.execute("INFO", "memory")["used_memory"])
+        own_server.execute("CONFIG", "SET", "maxmemory", used + 2 * 1024 * 1024)
+        own_server.execute("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+        fill(
+            own_server, volatile=False, until=lambda: own_server.execute("EXISTS", f"{namespace}:claims") == 0
+        )
+        gone = own_server.execute("EXISTS", f"{namespace}:claims") == 0
+        own_server.execute("CONFIG", "SET", "maxmemory", 0)
+        replays = Counter(outcome(guard, token_id, NOW + 300, NOW + 10) for token_id in ids)
+    finally:
+        guard.close()
+    assert gone is True
+    assert replays == {lost(NOW, NOW + 10): 300}
 
 
 def flood(guard: RedisGuard, server: Server) -> tuple[list[str], Counter[str]]:
@@ -812,7 +1064,7 @@ def flood(guard: RedisGuard, server: Server) -> tuple[list[str], Counter[str]]:
         while sum(after.values()) < 50 and next(claims, None) is not None:
             if while_dead >= 20:
                 back.wait(timeout=30)
-            token_id = uuid.uuid4().hex
+            token_id = minted(NOW)
             phase = "back" if back.is_set() else "dead" if dead.is_set() else "up"
             claimed = outcome(guard, token_id, NOW + 300, NOW)
             with lock:
@@ -837,32 +1089,22 @@ def flood(guard: RedisGuard, server: Server) -> tuple[list[str], Counter[str]]:
     return accepted, after
 
 
-@pytest.fixture
-def own_server() -> Iterator[Server]:
-    with redis_server.or_skip(redis_server.running_server()) as running:
-        yield running
-
-
-def test_fail_open_rides_out_no_outage_for_a_token_the_loss_window_covers(
+def test_fail_open_rides_out_no_outage_for_a_token_minted_before_the_loss(
     own_server: Server, namespace: str
 ) -> None:
-    guard = RedisGuard.from_url(
-        own_server.url,
-        namespace=namespace,
-        fail_open=True,
-        max_token_lifetime=LIFETIME,
-        timeout=PATIENT_SECONDS,
+    guard = begun(
+        RedisGuard.from_url(own_server.url, namespace=namespace, fail_open=True, timeout=PATIENT_SECONDS)
     )
     try:
         guard.claim(ID, NOW + 300, NOW)
         own_server.execute("FLUSHALL")
-        assert outcome(guard, OTHER_ID, NOW + 300, NOW) == lost_by(NOW + LIFETIME)
+        assert outcome(guard, OTHER_ID, NOW + 300, NOW) == lost(NOW, NOW)
         own_server.kill()
         # Unreachable now: the replay of a token redeemed before the loss is still refused, while
         # a token minted after it is ridden out, as fail_open promises.
         during = [
             outcome(guard, ID, NOW + 300, NOW + 1),
-            outcome(guard, OTHER_ID, NOW + LIFETIME + 2, NOW + 2),
+            outcome(guard, minted(NOW + SKEW + 1), NOW + 306, NOW + 6),
         ]
     finally:
         guard.close()
@@ -874,21 +1116,17 @@ def test_redis_killed_and_restarted_mid_load_accepts_no_token_twice(
     own_server: Server, namespace: str, fail_open: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Before: every token redeemed before a restart without persistence was accepted again.
-    guard = RedisGuard.from_url(
-        own_server.url,
-        namespace=namespace,
-        fail_open=fail_open,
-        max_token_lifetime=LIFETIME,
-        timeout=PATIENT_SECONDS,
+    guard = begun(
+        RedisGuard.from_url(own_server.url, namespace=namespace, fail_open=fail_open, timeout=PATIENT_SECONDS)
     )
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
         accepted, after = flood(guard, own_server)
         replays = Counter(str(outcome(guard, token_id, NOW + 300, NOW)) for token_id in accepted)
     guard.close()
     assert len(accepted) == len(set(accepted)) >= 200
-    assert replays == {lost_by(NOW + LIFETIME): len(accepted)}
-    assert lost_by(NOW + LIFETIME) in after, after
-    assert sum("lost the replay guard's claims" in message for message in warnings_of(caplog)) == 1
+    assert replays == {lost(NOW, NOW): len(accepted)}
+    assert lost(NOW, NOW) in after, after
+    assert sum("Redis's memory of the claims" in message for message in warnings_of(caplog)) == 1
 
 
 # --- AsyncRedisGuard ------------------------------------------------------------------------------
@@ -898,6 +1136,7 @@ def test_async_first_claim_wins_and_second_is_a_replay(redis_url: str, namespace
     async def claims() -> list[bool]:
         guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
         try:
+            await guard.begin(BEGUN)
             return [await guard.claim(ID, NOW + 300, NOW), await guard.claim(ID, NOW + 300, NOW)]
         finally:
             await guard.aclose()
@@ -905,41 +1144,27 @@ def test_async_first_claim_wins_and_second_is_a_replay(redis_url: str, namespace
     assert asyncio.run(claims()) == [True, False]
 
 
-def test_async_replay_is_refused_when_the_verifier_clock_is_behind_redis(
-    redis_url: str, namespace: str
-) -> None:
-    now = int(time.time()) - 5
-
-    async def claims() -> list[bool]:
-        guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
-        try:
-            return [await guard.claim(ID, now + 2, now) for _ in range(3)]
-        finally:
-            await guard.aclose()
-
-    assert asyncio.run(claims()) == [True, False, False]
-
-
-def test_async_key_is_hashed_and_lives_until_one_second_after_expires_at(
+def test_async_claim_is_held_by_its_expiry_in_the_namespaces_sorted_set(
     redis_url: str, client: redis.Redis, namespace: str
 ) -> None:
     async def claim() -> None:
         guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
         try:
+            await guard.begin(BEGUN)
             await guard.claim(ID, NOW + 300, NOW)
         finally:
             await guard.aclose()
 
     asyncio.run(claim())
-    key = redis_key(namespace, ID)
-    assert keys_under(client, namespace) == [key.encode(), f"{namespace}:marker".encode()]
-    assert client.ttl(key) == 301
+    assert keys_under(client, namespace) == [f"{namespace}:claims".encode()]
+    assert (held(client, namespace, ID), client.ttl(f"{namespace}:claims")) == (NOW + 300, -1)
 
 
 def test_async_concurrent_claims_of_one_id_win_once(redis_url: str, namespace: str) -> None:
     async def claims() -> list[bool]:
         guard = AsyncRedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
         try:
+            await guard.begin(BEGUN)
             return await asyncio.gather(*(guard.claim(ID, NOW + 300, NOW) for _ in range(50)))
         finally:
             await guard.aclose()
@@ -964,6 +1189,20 @@ def test_async_fail_open_accepts_and_logs_a_warning_without_the_id(
     assert ID not in caplog.text
 
 
+def test_async_begin_on_an_unreachable_redis_raises_guard_unavailable(closed_port_url: str) -> None:
+    async def begin() -> None:
+        guard = AsyncRedisGuard.from_url(closed_port_url)
+        try:
+            await guard.begin()
+        finally:
+            await guard.aclose()
+
+    with pytest.raises(
+        GuardUnavailable, match=r"^Redis did not record when its memory began \(ConnectionError\)$"
+    ):
+        asyncio.run(begin())
+
+
 def test_async_guard_refuses_a_sync_client() -> None:
     sync_client: Any = redis.Redis()
     with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
@@ -975,6 +1214,11 @@ def test_async_repr_shows_namespace_and_fail_open_only() -> None:
     assert repr(guard) == "AsyncRedisGuard(namespace='app', fail_open=True)"
 
 
-def test_key_of_an_id_with_a_lone_surrogate_is_still_a_hash() -> None:
+def test_the_claim_of_an_id_with_a_lone_surrogate_is_still_a_hash() -> None:
     digest = hashlib.sha256(b"\xed\xa0\x80").hexdigest()
-    assert redis_key("ns", "\ud800") == f"ns:{digest}"
+    assert claim_location("ns", "\ud800") == ("ns:claims", digest)
+
+
+def test_a_cluster_guard_spreads_ids_over_1024_buckets_by_their_digest() -> None:
+    digest = hashlib.sha256(ID.encode()).hexdigest()
+    assert claim_location("ns", ID, 1024) == (f"ns:claims:{int(digest[:8], 16) % 1024}", digest)

@@ -14,20 +14,22 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis.asyncio.cluster
 import redis.cluster
 
-from requeststate._guard import GuardUnavailable
-from requeststate.redis import DEFAULT_MAX_TOKEN_LIFETIME, AsyncRedisGuard, RedisGuard, redis_key
+from requeststate import GuardUnavailable
+from requeststate.redis import CLUSTER_BUCKETS, AsyncRedisGuard, RedisGuard, claim_location
 
 from .support import redis_server
-from .support.redis_guards import FLAVOURS, build, lost_by, outcome
+from .support.redis_guards import FLAVOURS, build, lost, minted, outcome
 from .support.redis_server import Cluster, Replicated, Server
 
 NOW = 2_000_000_000
-ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
+BEGUN = NOW - 60
+ID = minted(NOW)
 # For a WAIT that must time out (a paused or cut replica never answers). A WAIT or a claim that
 # must succeed gets far longer: it returns as soon as it is answered, and a loaded 2-core
 # machine can hold a server back past the default 250 ms.
@@ -53,6 +55,7 @@ def namespace() -> str:
 @pytest.fixture
 def cluster_guard(cluster: Cluster, namespace: str) -> Iterator[RedisGuard]:
     guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    guard.begin(BEGUN)
     yield guard
     guard.close()
 
@@ -69,17 +72,33 @@ def cuttable() -> Iterator[Replicated]:
         yield running
 
 
-def fresh_ids(count: int) -> list[str]:
-    return [uuid.uuid4().hex for _ in range(count)]
+def fresh_ids(count: int, at: int = NOW) -> list[str]:
+    return [minted(at) for _ in range(count)]
 
 
-def id_on(cluster: Cluster, namespace: str, master: Server) -> str:
-    """An id whose key lives on ``master``."""
+def bucket_of(namespace: str, token_id: str) -> str:
+    return claim_location(namespace, token_id, CLUSTER_BUCKETS).key
+
+
+def id_on(cluster: Cluster, namespace: str, master: Server, at: int = NOW) -> str:
+    """An id, of a token minted at ``at``, whose claim lives on ``master``."""
     return next(
         token_id
-        for token_id in iter(lambda: uuid.uuid4().hex, None)
-        if cluster.master_of(redis_key(namespace, token_id)) == master
+        for token_id in iter(lambda: minted(at), None)
+        if cluster.master_of(bucket_of(namespace, token_id)) == master
     )
+
+
+def holds(server: Server, namespace: str, token_id: str, buckets: int = 1) -> bool:
+    """Whether ``server`` (a replica included: READONLY) holds the claim of ``token_id``."""
+    key, member = claim_location(namespace, token_id, buckets)
+    client = server.client()
+    try:
+        if buckets > 1:
+            client.execute_command("READONLY")  # type: ignore[no-untyped-call]  # untyped in redis-py
+        return client.zscore(key, member) is not None
+    finally:
+        client.close()
 
 
 def redeem_again(url: str, namespace: str, accepted: list[str], *, cluster: bool = False) -> int:
@@ -89,7 +108,7 @@ def redeem_again(url: str, namespace: str, accepted: list[str], *, cluster: bool
     """
     guard = RedisGuard.from_url(url, cluster=cluster, namespace=namespace, timeout=PATIENT_SECONDS)
     try:
-        return sum(guard.claim(token_id, NOW + 300, NOW) for token_id in accepted)
+        return sum(outcome(guard, token_id, NOW + 300, NOW + 10) is True for token_id in accepted)
     finally:
         guard.close()
 
@@ -106,9 +125,16 @@ def test_cluster_spreads_claims_over_every_master(
 ) -> None:
     for token_id in fresh_ids(60):
         cluster_guard.claim(token_id, NOW + 300, NOW)
-    # A claim's key is the namespace and 64 hex digits; the markers beside them are not claims.
-    claims = f"{namespace}:{'?' * 64}"
-    held = [len(list(master.client().scan_iter(match=claims))) for master in cluster.masters]
+
+    def claims_on(master: Server) -> int:
+        # Each bucket holds its marker (begun in every bucket) and its claims.
+        client = master.client()
+        try:
+            return sum(client.zcard(key) - 1 for key in client.scan_iter(match=f"{namespace}:claims:*"))
+        finally:
+            client.close()
+
+    held = [claims_on(master) for master in cluster.masters]
     assert sum(held) == 60
     assert min(held) > 0, held
 
@@ -117,6 +143,7 @@ def test_cluster_guard_on_an_existing_client(cluster: Cluster, namespace: str) -
     client = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.masters[1].port)
     guard = RedisGuard(client, namespace=namespace)
     try:
+        guard.begin(BEGUN)
         assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
     finally:
         guard.close()
@@ -130,6 +157,7 @@ def test_async_cluster_concurrent_claims_of_each_id_win_once(cluster: Cluster, n
             cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS
         )
         try:
+            await guard.begin(BEGUN)
             return await asyncio.gather(*(guard.claim(i, NOW + 300, NOW) for i in ids * 5))
         finally:
             await guard.aclose()
@@ -144,6 +172,7 @@ def test_async_cluster_guard_on_an_existing_client(cluster: Cluster, namespace: 
     async def claims() -> list[bool]:
         guard = AsyncRedisGuard(redis.asyncio.cluster.RedisCluster.from_url(cluster.url), namespace=namespace)
         try:
+            await guard.begin(BEGUN)
             return [await guard.claim(ID, NOW + 300, NOW), await guard.claim(ID, NOW + 300, NOW)]
         finally:
             await guard.aclose()
@@ -156,6 +185,7 @@ def test_cluster_paused_master_fails_closed_for_its_keys_only(cluster: Cluster, 
     on_paused = id_on(cluster, namespace, paused)
     elsewhere = id_on(cluster, namespace, cluster.masters[1])
     guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=0.5)
+    guard.begin(BEGUN)
     paused.pause()
     try:
         with pytest.raises(GuardUnavailable, match="TimeoutError"):
@@ -173,9 +203,10 @@ def test_cluster_replica_wait_counts_a_claim_its_replica_acknowledged(
         cluster.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
     )
     try:
+        guard.begin(BEGUN)
         assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
-        replica = cluster.replica_of(cluster.master_of(redis_key(namespace, ID)))
-        assert cluster.replica_holds(replica, redis_key(namespace, ID)) is True
+        replica = cluster.replica_of(cluster.master_of(bucket_of(namespace, ID)))
+        assert holds(replica, namespace, ID, CLUSTER_BUCKETS) is True
     finally:
         guard.close()
 
@@ -188,6 +219,7 @@ def test_cluster_replica_wait_fails_closed_when_the_replica_is_paused(
     guard = RedisGuard.from_url(
         cluster.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
     )
+    guard.begin(BEGUN)
     replica = cluster.replica_of(master)
     replica.pause()
     try:
@@ -212,6 +244,7 @@ def test_async_cluster_replica_wait_fails_closed_when_the_replica_is_paused(
             cluster.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
         )
         outcomes: list[bool | str] = []
+        await guard.begin(BEGUN)
         replica.pause()
         try:
             await guard.claim(token_id, NOW + 300, NOW)
@@ -226,10 +259,17 @@ def test_async_cluster_replica_wait_fails_closed_when_the_replica_is_paused(
     assert asyncio.run(claims()) == ["0 of 1 replicas acknowledged the claim within 50 ms", False]
 
 
-def test_cluster_failover_loses_no_claim_its_replica_acknowledged(namespace: str) -> None:
+@pytest.mark.parametrize("replicas", [0, 1])
+def test_cluster_failover_lets_no_token_be_redeemed_again(namespace: str, replicas: int) -> None:
+    # Before, with replicas=0: a claim the replica had not copied was lost in the failover, and a
+    # process that never saw the store accepted its replay.
     with redis_server.or_skip(redis_server.running_cluster(masters=3, replicas=1)) as own:
         victim = own.masters[0]
-        ids = [id_on(own, namespace, victim) for _ in range(30)]
+        ids = [id_on(own, namespace, victim) for _ in range(20)]
+        # The first claims after the failover find the new master and begin its memory (at NOW + 10);
+        # the tokens minted later are served.
+        finding = [id_on(own, namespace, victim, NOW + 10) for _ in range(5)]
+        later = [id_on(own, namespace, victim, NOW + 20) for _ in range(10)]
         successor = own.replica_of(victim)
 
         def fail_over() -> None:
@@ -240,31 +280,24 @@ def test_cluster_failover_loses_no_claim_its_replica_acknowledged(namespace: str
             )
 
         async def scenario() -> tuple[list[str], list[bool | str], list[bool | str]]:
-            before = RedisGuard.from_url(
-                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
-            )
-            accepted = [token_id for token_id in ids[:20] if before.claim(token_id, NOW + 300, NOW)]
+            options: dict[str, Any] = {"cluster": True, "namespace": namespace, "replicas": replicas}
+            before = RedisGuard.from_url(own.url, replica_timeout=PATIENT_SECONDS, **options)
+            before.begin(BEGUN)
+            accepted = [token_id for token_id in ids if before.claim(token_id, NOW + 300, NOW)]
             before.close()
             # Both guards read the slot map before the failover, and must find the new master after.
-            after = RedisGuard.from_url(
-                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
-            )
-            aafter = AsyncRedisGuard.from_url(
-                own.url, cluster=True, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
-            )
+            after = RedisGuard.from_url(own.url, replica_timeout=WAIT_SECONDS, **options)
+            aafter = AsyncRedisGuard.from_url(own.url, replica_timeout=WAIT_SECONDS, **options)
             with contextlib.suppress(GuardUnavailable):  # it reads the slot map at its first claim
                 await aafter.claim(id_on(own, namespace, own.masters[1]), NOW + 300, NOW)
             fail_over()
-            outcomes: list[bool | str] = []
+            for token_id in finding:
+                outcome(after, token_id, NOW + 310, NOW + 10)
+            outcomes = [outcome(after, token_id, NOW + 320, NOW + 20) for token_id in later[:5]]
             aoutcomes: list[bool | str] = []
-            for token_id in ids[20:25]:
+            for token_id in later[5:]:
                 try:
-                    outcomes.append(after.claim(token_id, NOW + 300, NOW))
-                except GuardUnavailable as error:
-                    outcomes.append(str(error))
-            for token_id in ids[25:]:
-                try:
-                    aoutcomes.append(await aafter.claim(token_id, NOW + 300, NOW))
+                    aoutcomes.append(await aafter.claim(token_id, NOW + 320, NOW + 20))
                 except GuardUnavailable as error:
                     aoutcomes.append(str(error))
             after.close()
@@ -274,13 +307,9 @@ def test_cluster_failover_loses_no_claim_its_replica_acknowledged(namespace: str
         accepted, outcomes, aoutcomes = asyncio.run(scenario())
         assert len(accepted) == 20
         # The guards found the new master (the first claims failed closed while they reread the
-        # slot map), and that master has no replica left: it refuses to count a claim it could lose.
-        assert (outcomes[-1], aoutcomes[-1]) == (
-            "0 of 1 replicas acknowledged the claim within 50 ms",
-        ) * 2, (
-            outcomes,
-            aoutcomes,
-        )
+        # slot map); with replicas=1 it has no replica left, and refuses to count a claim it could lose.
+        served = "0 of 1 replicas acknowledged the claim within 50 ms" if replicas else True
+        assert (outcomes[-1], aoutcomes[-1]) == (served, served), (outcomes, aoutcomes)
         assert redeem_again(successor.url, namespace, accepted, cluster=True) == 0
 
 
@@ -300,8 +329,9 @@ def test_replica_wait_counts_a_claim_its_replica_acknowledged(replicated: Replic
     guard = RedisGuard.from_url(
         replicated.master.url, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
     )
+    guard.begin(BEGUN)
     assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
-    assert replicated.replica.execute("EXISTS", redis_key(namespace, ID)) == 1
+    assert holds(replicated.replica, namespace, ID) is True
     guard.close()
 
 
@@ -313,12 +343,13 @@ def test_async_replica_wait_counts_a_claim_its_replica_acknowledged(
             replicated.master.url, namespace=namespace, replicas=1, replica_timeout=PATIENT_SECONDS
         )
         try:
+            await guard.begin(BEGUN)
             return [await guard.claim(ID, NOW + 300, NOW), await guard.claim(ID, NOW + 300, NOW)]
         finally:
             await guard.aclose()
 
     assert asyncio.run(claims()) == [True, False]
-    assert replicated.replica.execute("EXISTS", redis_key(namespace, ID)) == 1
+    assert holds(replicated.replica, namespace, ID) is True
 
 
 def test_replica_wait_for_more_replicas_than_there_are_fails_closed(
@@ -327,6 +358,7 @@ def test_replica_wait_for_more_replicas_than_there_are_fails_closed(
     guard = RedisGuard.from_url(
         replicated.master.url, namespace=namespace, replicas=2, replica_timeout=WAIT_SECONDS
     )
+    guard.begin(BEGUN)
     # 1 of 2 (0 of 2 when the machine is too busy for the replica to answer within 50 ms).
     with pytest.raises(GuardUnavailable, match=r"[01] of 2 replicas acknowledged"):
         guard.claim(ID, NOW + 300, NOW)
@@ -339,6 +371,7 @@ def test_replica_wait_shortfall_fails_closed_even_with_fail_open(
     guard = RedisGuard.from_url(
         replicated.master.url, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS, fail_open=True
     )
+    guard.begin(BEGUN)
     replicated.replica.pause()
     try:
         with pytest.raises(GuardUnavailable, match="0 of 1 replicas"):
@@ -354,6 +387,7 @@ def test_replica_wait_shortfall_keeps_the_key_so_the_token_stays_refused(
     guard = RedisGuard.from_url(
         replicated.master.url, namespace=namespace, replicas=1, replica_timeout=WAIT_SECONDS
     )
+    guard.begin(BEGUN)
     replicated.replica.pause()
     try:
         with pytest.raises(GuardUnavailable, match="0 of 1 replicas"):
@@ -364,15 +398,17 @@ def test_replica_wait_shortfall_keeps_the_key_so_the_token_stays_refused(
     guard.close()
 
 
-@pytest.mark.parametrize(("replicas", "doubles"), [(0, 10), (1, 0)])
-def test_master_dying_behind_a_cut_replica_link_double_redeems_only_without_the_wait(
-    cuttable: Replicated, namespace: str, replicas: int, doubles: int
+@pytest.mark.parametrize(("replicas", "refused"), [(0, 0), (1, 10)])
+def test_master_dying_behind_a_cut_replica_link_lets_no_token_be_redeemed_again(
+    cuttable: Replicated, namespace: str, replicas: int, refused: int
 ) -> None:
     # The replica falls behind (its link is cut), the master keeps answering, then dies and the
-    # replica is promoted. Without WAIT every claim made after the cut is redeemable again.
+    # replica is promoted. Before, without WAIT, every claim made after the cut was redeemable
+    # again (10 of 10): the promoted replica is another server, so its memory begins again.
     guard = RedisGuard.from_url(
         cuttable.master.url, namespace=namespace, replicas=replicas, replica_timeout=PATIENT_SECONDS
     )
+    guard.begin(BEGUN)
     before, after = fresh_ids(20), fresh_ids(10)
     accepted = [token_id for token_id in before if guard.claim(token_id, NOW + 300, NOW)]
     guard.close()
@@ -382,17 +418,15 @@ def test_master_dying_behind_a_cut_replica_link_double_redeems_only_without_the_
     guard = RedisGuard.from_url(
         cuttable.master.url, namespace=namespace, replicas=replicas, replica_timeout=WAIT_SECONDS
     )
-    refused = 0
-    for token_id in after:
-        try:
-            if guard.claim(token_id, NOW + 300, NOW):
-                accepted.append(token_id)
-        except GuardUnavailable:
-            refused += 1
+    outcomes = [outcome(guard, token_id, NOW + 300, NOW) for token_id in after]
+    accepted += [token_id for token_id, claimed in zip(after, outcomes, strict=True) if claimed is True]
     guard.close()
     cuttable.master.kill()
     redis_server.promote(cuttable.replica)
-    assert (refused, redeem_again(cuttable.replica.url, namespace, accepted)) == (10 - doubles, doubles)
+    assert (outcomes.count(True), redeem_again(cuttable.replica.url, namespace, accepted)) == (
+        10 - refused,
+        0,
+    )
 
 
 def flood(guard: RedisGuard, kill: Server, threads: int = 4) -> tuple[list[str], Counter[str]]:
@@ -409,7 +443,7 @@ def flood(guard: RedisGuard, kill: Server, threads: int = 4) -> tuple[list[str],
 
     def claimer() -> None:
         while sum(after_kill.values()) < 50:
-            token_id = uuid.uuid4().hex
+            token_id = minted(NOW)
             dead = killed.is_set()
             try:
                 outcome = "accepted" if guard.claim(token_id, NOW + 300, NOW) else "replay"
@@ -433,20 +467,19 @@ def flood(guard: RedisGuard, kill: Server, threads: int = 4) -> tuple[list[str],
 
 
 @pytest.mark.parametrize("replicas", [0, 1])
-def test_master_killed_mid_flood_fails_closed_and_with_the_wait_loses_no_claim(
+def test_master_killed_mid_flood_fails_closed_and_lets_no_token_be_redeemed_again(
     replicated: Replicated, namespace: str, replicas: int
 ) -> None:
     guard = RedisGuard.from_url(
         replicated.master.url, namespace=namespace, replicas=replicas, replica_timeout=PATIENT_SECONDS
     )
+    guard.begin(BEGUN)
     accepted, after_kill = flood(guard, replicated.master)
     guard.close()
     redis_server.promote(replicated.replica)
     doubles = redeem_again(replicated.replica.url, namespace, accepted)
-    print(f"replicas={replicas}: {len(accepted)} accepted, {doubles} redeemed again after the failover")
     assert set(after_kill) == {"unavailable"}, after_kill
-    if replicas:
-        assert doubles == 0
+    assert (len(accepted) >= 400, doubles) == (True, 0)
 
 
 # --- the network to Redis cut (a paused redis-server) ---------------------------------------------
@@ -454,6 +487,7 @@ def test_master_killed_mid_flood_fails_closed_and_with_the_wait_loses_no_claim(
 
 def test_paused_master_fails_closed_after_the_timeout(replicated: Replicated, namespace: str) -> None:
     guard = RedisGuard.from_url(replicated.master.url, namespace=namespace, timeout=0.2)
+    guard.begin(BEGUN)
     guard.claim(ID, NOW + 300, NOW)
     replicated.master.pause()
     try:
@@ -515,10 +549,10 @@ def test_a_failover_to_an_empty_replica_refuses_every_token_redeemed_before(
         replicas=replicas,
         replica_timeout=WAIT_SECONDS,
         timeout=PATIENT_SECONDS,
-        max_token_lifetime=300,
     )
     ids = fresh_ids(5)
     try:
+        guard.begin(BEGUN)
         first = [outcome(guard, token_id, NOW + 300, NOW) for token_id in ids]
         cuttable.master.kill()
         redis_server.promote(cuttable.replica)
@@ -529,7 +563,7 @@ def test_a_failover_to_an_empty_replica_refuses_every_token_redeemed_before(
         front.close()
     # With the wait, no claim counted: its replica never acknowledged one.
     assert first == [True if not replicas else "0 of 1 replicas acknowledged the claim within 50 ms"] * 5
-    assert replays == [lost_by(NOW + 5 + 300)] * 5, replays
+    assert replays == [lost(NOW, NOW + 5)] * 5, replays
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -537,6 +571,7 @@ def test_a_cluster_master_that_forgot_refuses_every_token_redeemed_before(
     cluster: Cluster, namespace: str, flavour: str
 ) -> None:
     guard = build(flavour, cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    guard.begin(BEGUN)
     forgetful = cluster.masters[0]
     ids = [id_on(cluster, namespace, master) for master in cluster.masters for _ in range(5)]
     try:
@@ -546,5 +581,28 @@ def test_a_cluster_master_that_forgot_refuses_every_token_redeemed_before(
     finally:
         guard.close()
     # Its ids find no claim and are refused for the loss; the others are replays of claims still held.
-    lost = lost_by(NOW + 5 + DEFAULT_MAX_TOKEN_LIFETIME)
-    assert replays == [lost] * 5 + [False] * 10, replays
+    assert replays == [lost(NOW, NOW + 5)] * 5 + [False] * 10, replays
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_whole_cluster_flushed_refuses_every_replay_through_a_process_that_never_claimed(
+    cluster: Cluster, namespace: str, flavour: str
+) -> None:
+    # Before: a process that had not claimed in a slot before the loss accepted its replays (19 of 200).
+    first = build(flavour, cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    ids = fresh_ids(60)
+    try:
+        first.begin(BEGUN)
+        assert [first.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 60
+    finally:
+        first.close()
+    for master in cluster.masters:
+        master.execute("FLUSHALL")
+    second = build(flavour, cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    try:
+        replays = Counter(outcome(second, token_id, NOW + 300, NOW + 5) for token_id in ids)
+        # The first replay began every bucket's memory again (at NOW + 5): a token minted later is served.
+        fresh = outcome(second, minted(NOW + 11), NOW + 311, NOW + 11)
+    finally:
+        second.close()
+    assert (replays, fresh) == ({lost(NOW, NOW + 5): 60}, True)

@@ -62,7 +62,7 @@ def test_reference_still_writes_the_valid_vector(vector: dict[str, Any]) -> None
 
 @pytest.mark.parametrize("vector", OURS, ids=[v["name"] for v in OURS])
 def test_package_writes_the_valid_vector(vector: dict[str, Any]) -> None:
-    # The deterministic entry point: the nonce and the token id are the vector's "random".
+    # The deterministic entry point: the vector's nonce and token id.
     token = seal_token(
         vector["state"],
         wire_modes(vector["mode"])[1][0],
@@ -70,7 +70,8 @@ def test_package_writes_the_valid_vector(vector: dict[str, Any]) -> None:
         vector["subject"],
         vector["tool"],
         vector["exp"],
-        bytes.fromhex(vector["random"]),
+        bytes.fromhex(vector["nonce"]),
+        vector["id"],
         rs.DEFAULT_MAX_TOKEN_BYTES,
     )
     assert token == vector["token"]

@@ -11,6 +11,7 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.methods import INPUT_REQUIRED_METHODS
 
 import requeststate as rs
+from requeststate._guard import tell_lifetime
 from requeststate._metrics import Counts
 from requeststate._options import check_options
 
@@ -160,10 +161,9 @@ class _OffLoop:
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return await anyio.to_thread.run_sync(self._guard.claim, token_id, expires_at, now)
 
-    @property
-    def max_token_lifetime(self) -> object:
-        # The guard's own bound, if it has one: the Codec checks its ttl + leeway against it.
-        return getattr(self._guard, "max_token_lifetime", None)
+    def learn_lifetime(self, lifetime: int) -> None:
+        # The Codec tells its guard how long its tokens live: pass it on to the guard itself.
+        tell_lifetime(self._guard, lifetime)
 
 
 def _for_the_loop(guard: rs.Guard | rs.AsyncGuard | None) -> rs.Guard | rs.AsyncGuard | None:

@@ -70,17 +70,26 @@ except ImportError as missing:  # the extra is not installed
     ) from missing
 
 from ._async import AsyncClient, AsyncRedisGuard
-from ._keys import redis_key
-from ._options import DEFAULT_MAX_TOKEN_LIFETIME, DEFAULT_NAMESPACE, DEFAULT_TIMEOUT
+from ._keys import ClaimLocation, claim_location
+from ._options import (
+    CLUSTER_BUCKETS,
+    DEFAULT_CLOCK_SKEW,
+    DEFAULT_MAX_TOKEN_LIFETIME,
+    DEFAULT_NAMESPACE,
+    DEFAULT_TIMEOUT,
+)
 from ._sync import Client, RedisGuard
 
 __all__ = [
+    "CLUSTER_BUCKETS",
+    "DEFAULT_CLOCK_SKEW",
     "DEFAULT_MAX_TOKEN_LIFETIME",
     "DEFAULT_NAMESPACE",
     "DEFAULT_TIMEOUT",
     "AsyncClient",
     "AsyncRedisGuard",
+    "ClaimLocation",
     "Client",
     "RedisGuard",
-    "redis_key",
+    "claim_location",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Final, TypeAlias, final
 
 import redis.asyncio
@@ -9,9 +10,11 @@ import redis.asyncio.cluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from requeststate import GuardUnavailable
+
 from ._claims import CLAIM_SCRIPT, ERRORS, Claim, Claims, log
 from ._options import (
-    DEFAULT_MAX_TOKEN_LIFETIME,
+    DEFAULT_CLOCK_SKEW,
     DEFAULT_NAMESPACE,
     DEFAULT_TIMEOUT,
     check_options,
@@ -46,7 +49,9 @@ class AsyncRedisGuard:
         fail_open: bool = False,
         replicas: int = 0,
         replica_timeout: float = DEFAULT_TIMEOUT,
-        max_token_lifetime: int = DEFAULT_MAX_TOKEN_LIFETIME,
+        max_token_lifetime: int | None = None,
+        clock_skew: int = DEFAULT_CLOCK_SKEW,
+        allow_eviction: bool = False,
     ) -> None:
         """Guard with ``client``, a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
         if not isinstance(client, _ASYNC_CLIENTS):
@@ -56,7 +61,14 @@ class AsyncRedisGuard:
             )
         cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
         options = check_options(
-            namespace, fail_open, replicas, replica_timeout, max_token_lifetime, cluster=cluster
+            namespace,
+            fail_open,
+            replicas,
+            replica_timeout,
+            max_token_lifetime,
+            clock_skew,
+            allow_eviction,
+            cluster=cluster,
         )
         self._claims: Final = Claims(options)
         self._client: Final = client
@@ -73,7 +85,9 @@ class AsyncRedisGuard:
         fail_open: bool = False,
         replicas: int = 0,
         replica_timeout: float = DEFAULT_TIMEOUT,
-        max_token_lifetime: int = DEFAULT_MAX_TOKEN_LIFETIME,
+        max_token_lifetime: int | None = None,
+        clock_skew: int = DEFAULT_CLOCK_SKEW,
+        allow_eviction: bool = False,
     ) -> AsyncRedisGuard:
         """A guard on a new asyncio client for ``url``; see ``RedisGuard.from_url``.
 
@@ -92,6 +106,8 @@ class AsyncRedisGuard:
             replicas=replicas,
             replica_timeout=replica_timeout,
             max_token_lifetime=max_token_lifetime,
+            clock_skew=clock_skew,
+            allow_eviction=allow_eviction,
         )
 
     @property
@@ -101,8 +117,16 @@ class AsyncRedisGuard:
 
     @property
     def max_token_lifetime(self) -> int:
-        """The most seconds a token lives once redeemed: a ``Codec`` checks its ``ttl + leeway`` fits."""
-        return self._claims.options.max_token_lifetime
+        """The longest a token lives: as given, else the longest ``ttl + leeway`` a ``Codec`` told."""
+        return self._claims.max_token_lifetime
+
+    def learn_lifetime(self, lifetime: int) -> None:
+        """Called by each ``Codec`` built with this guard, with its ``ttl + leeway``.
+
+        Raises:
+            ValueError: ``lifetime`` is longer than the ``max_token_lifetime`` given.
+        """
+        self._claims.learn_lifetime(lifetime)
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``RedisGuard.claim``."""
@@ -118,19 +142,48 @@ class AsyncRedisGuard:
             if claims.options.replicas:
                 reply, acknowledged = await self._claim_and_wait(claim)
             else:
-                reply = await self._script(keys=[claim.key, claim.marker], args=claim.args)
+                reply = await self._script(keys=[claim.key], args=claim.args)
         except ERRORS as error:
             if claims.options.replicas and isinstance(client, redis.asyncio.cluster.RedisCluster):
                 await _refresh_slots(client)
             return claims.failed(claim, error)
-        return claims.settle(claim, reply, acknowledged)
+        outcome = claims.read(reply)
+        if outcome.began_here and claims.options.buckets > 1:
+            try:  # as RedisGuard's claim
+                await self._mark(now)
+            except ERRORS as error:
+                log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
+        return claims.settle(claim, outcome, acknowledged)
+
+    async def begin(self, now: int | None = None) -> None:
+        """Record in Redis that its memory of the claims begins now; see ``RedisGuard.begin``."""
+        try:
+            replies = await self._mark(int(time.time()) if now is None else now)
+        except ERRORS as error:
+            raise GuardUnavailable(
+                f"Redis did not record when its memory began ({type(error).__name__})"
+            ) from error
+        self._claims.began(replies)
+
+    async def _mark(self, now: int) -> list[object]:
+        """Write each bucket's marker that is missing or not its server's; the script's replies."""
+        claims, client = self._claims, self._client
+        if not isinstance(client, redis.asyncio.cluster.RedisCluster):
+            key = claims.bucket_keys[0]
+            return [await self._script(keys=[key], args=claims.marker(key, now).args)]
+        await client.initialize()
+        sha = await client.script_load(CLAIM_SCRIPT)  # to every master
+        batch = client.pipeline()
+        for key in claims.bucket_keys:
+            batch.execute_command("EVALSHA", sha, 1, key, *claims.marker(key, now).args)
+        return await batch.execute(raise_on_error=False)
 
     async def _claim_and_wait(self, claim: Claim) -> tuple[object, object]:
         """The script's reply and ``WAIT``'s (or the error in its place), sent together on one connection."""
         options = self._claims.options
         commands = [
             # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
-            ("EVAL", CLAIM_SCRIPT, 2, claim.key, claim.marker, *claim.args),
+            ("EVAL", CLAIM_SCRIPT, 1, claim.key, *claim.args),
             ("WAIT", options.replicas, options.wait_ms),
         ]
         client = self._client

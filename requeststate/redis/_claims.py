@@ -1,21 +1,29 @@
 """What a Redis guard does around each claim, sync or async: the command, its verdict, and Redis's memory.
 
-A claim is one Lua script (``CLAIM_SCRIPT``), atomic on the server: ``SET key 1 NX EX``,
-then the marker of the key's store read (and written when it is missing) in the
-same step. The marker holds an ``epoch`` (random), ``created`` (the verifier's
-clock when the marker was written: the first claim after a loss, or ever) and
-``refuse_through`` (the expiry up to which tokens are refused after a loss). A
-guard remembers the epoch it saw: a marker gone or replaced means Redis lost the
-claims it held (a restart without persistence, ``FLUSHALL``, a failover to an
-empty replica) before the marker was written again, so every token that expires
-within one ``max_token_lifetime`` of ``created`` may have been redeemed before,
-and is refused.
+A claim is one Lua script (``CLAIM_SCRIPT``), atomic on the server. The claims live
+in a sorted set (one on a single Redis, ``CLUSTER_BUCKETS`` in a cluster): each
+claimed id's SHA-256, scored by the token's expiry, and one **marker**, scored
+``+inf``, that records when the set's memory began and which server holds it.
+Nothing carries a Redis expiry: a claim is removed by a later claim once its
+token expired, plus ``clock_skew``, on the verifier's clock, so Redis's own
+clock plays no part, and an eviction policy that evicts only keys with an
+expiry (``volatile-*``) never touches a claim.
+
+Redis forgets in three ways, and each leaves a marker that is missing or not
+this server's: the set is gone (a restart without persistence, ``FLUSHALL``,
+an eviction, a failover to an empty replica), or it was read back by another
+server process (a restart from a snapshot, a failover, a restore), whose
+``run_id`` differs from the one the marker names. The script then writes a new
+marker, whose time (the verifier's ``now``) is when the memory began, and
+refuses every token minted before that time plus ``clock_skew``: such a token
+may have been redeemed into the memory that was lost. No process has to
+remember anything: a process started after the loss, or a fleet restarted
+with its Redis, reads the same marker.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import Final, NamedTuple
 
@@ -24,35 +32,57 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, SlotNotCoveredError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from requeststate._guard import GuardUnavailable, check_claim_window
+from requeststate import GuardUnavailable, minted_at
+from requeststate._guard import check_claim_window
 
-from ._keys import marker_key, redis_key, slot_tags
-from ._options import Options
+from ._keys import bucket_key, claim_location
+from ._options import DEFAULT_MAX_TOKEN_LIFETIME, MAX_SECONDS, Options
 
-__all__ = ["CLAIM_SCRIPT", "ERRORS", "Claim", "Claims", "log"]
+__all__ = ["CLAIM_SCRIPT", "ERRORS", "Claim", "Claims", "Outcome", "log"]
 
 log: Final = logging.getLogger("requeststate.redis")
 
 CLAIM_SCRIPT: Final = """
-local claimed = redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1])
-local marker = redis.call('HMGET', KEYS[2], 'epoch', 'refuse_through', 'created')
-local epoch, refuse = marker[1] or ARGV[2], tonumber(marker[2] or '0')
-local created = tonumber(marker[3] or ARGV[4])
-local through = math.max(refuse, tonumber(ARGV[5]))
-if ARGV[3] ~= '' and epoch ~= ARGV[3] then
-  through = math.max(through, created + tonumber(ARGV[6]))
+local server = redis.call('INFO', 'server')
+local run_id = string.match(server, 'run_id:(%x+)')
+if ARGV[6] ~= '1' then
+  local policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w-]+)')
+  if string.sub(policy, 1, 8) == 'allkeys-' then
+    return {'evicts', policy, 0}
+  end
 end
-through = string.format('%d', through)
-if not marker[1] or tonumber(through) > refuse then
-  created = string.format('%d', created)
-  redis.call('HSET', KEYS[2], 'epoch', epoch, 'refuse_through', through, 'created', created)
+local now, skew = tonumber(ARGV[3]), tonumber(ARGV[4])
+local since, created = nil, 0
+local marker = redis.call('ZRANGEBYSCORE', KEYS[1], '+inf', '+inf', 'LIMIT', 0, 1)[1]
+if marker then
+  local held_by, began = string.match(marker, '^marker:(%x+):(%-?%d+)$')
+  if held_by == run_id then
+    since = tonumber(began)
+  else
+    redis.call('ZREM', KEYS[1], marker)
+  end
 end
-return {claimed and 1 or 0, epoch, through}
+if not since then
+  since, created = now, 1
+  redis.call('ZADD', KEYS[1], '+inf', 'marker:' .. run_id .. ':' .. string.format('%d', now))
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now - skew))
+if ARGV[1] == '' then
+  return {'marked', since, created}
+end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return {'replayed', since, created}
+end
+if tonumber(ARGV[5]) <= since + skew then
+  return {'lost', since, created}
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return {'claimed', since, created}
 """
-"""KEYS: the claim, its marker (in one slot). ARGV: the claim's lifetime in seconds, an epoch
-for a new marker, the epoch this guard last saw there ('' if none), the verifier's now, the
-guard's own ``refuse_through``, and ``max_token_lifetime``. The window after a loss is counted
-from the marker's ``created``, whoever notices it and however late."""
+"""KEYS: the sorted set of claims. ARGV: the id's member ('' to write only the marker), the
+token's expiry (its ``exp`` plus the verifier's leeway), the verifier's now, ``clock_skew``,
+when the token was minted, and '1' if eviction is allowed. The answer: the outcome, when the
+set's memory began (or the eviction policy), and 1 if this call began it."""
 
 # Every error redis-py raises: its cluster client's own, and two more that are no RedisError
 # (a pool after a fork deadlocked; a cluster policy misconfigured), which fail closed too.
@@ -86,69 +116,151 @@ def _unanswered(error: Exception) -> bool:
 
 
 class Claim(NamedTuple):
-    """One claim, ready to send: its keys and the script's arguments."""
+    """One claim, ready to send: its key and the script's arguments."""
 
     key: str
-    marker: str
-    expires_at: int
-    now: int
+    minted: int
     args: tuple[int | str, ...]
 
 
-class Claims:
-    """A guard's claims: the script's arguments, its verdict, the loss window (thread-safe)."""
+class Outcome(NamedTuple):
+    """The script's answer: what became of the claim, and when the set's memory began."""
 
-    __slots__ = ("_epochs", "_lock", "_refuse_through", "_warned_lifetime", "options")
+    status: str
+    """``claimed``, ``replayed``, ``lost`` (minted before the memory began), ``evicts`` or ``marked``."""
+    since: int
+    began_here: bool
+    """Whether this call wrote the marker: the set was new, or had forgotten."""
+    policy: str = ""
+
+
+class Claims:
+    """A guard's claims: the script's arguments and its verdict (thread-safe)."""
+
+    __slots__ = ("_learned", "_lock", "_since", "_warned", "bucket_keys", "options")
 
     def __init__(self, options: Options) -> None:
         self.options: Final = options
+        self.bucket_keys: Final = tuple(
+            bucket_key(options.namespace, bucket, options.buckets) for bucket in range(options.buckets)
+        )
         self._lock: Final = threading.Lock()
-        # The epoch seen at each marker (one, or one per cluster slot); _refuse_through: tokens
-        # that expire by then may have been redeemed before a loss.
-        self._epochs: Final[dict[str, str]] = {}
-        self._refuse_through = 0
-        self._warned_lifetime = False
-        if options.cluster:
-            slot_tags()  # now, rather than at the first claim
+        self._learned = 0  # the longest ttl + leeway a Codec told this guard
+        # The latest start of Redis's memory this process read: fail_open rides out no outage for
+        # a token minted before it. Only a cache: every verdict is Redis's.
+        self._since: int | None = None
+        self._warned: Final[set[str]] = set()
+
+    @property
+    def max_token_lifetime(self) -> int:
+        """The longest a token lives: as given, else the longest ``ttl + leeway`` a codec told."""
+        given = self.options.max_token_lifetime
+        if given is not None:
+            return given
+        return self._learned or DEFAULT_MAX_TOKEN_LIFETIME
+
+    def learn_lifetime(self, lifetime: int) -> None:
+        """A ``Codec``'s ``ttl + leeway``: refused if it outlives a given ``max_token_lifetime``."""
+        given = self.options.max_token_lifetime
+        if given is not None and lifetime > given:
+            raise ValueError(
+                f"the guard's max_token_lifetime ({given} s) is shorter than the codec's ttl + leeway "
+                f"({lifetime} s), so it would refuse every token: build the guard with "
+                f"max_token_lifetime={lifetime} or more, or leave it out and let each codec tell the guard"
+            )
+        with self._lock:
+            self._learned = max(self._learned, lifetime)
 
     def prepare(self, token_id: str, expires_at: int, now: int) -> Claim:
-        """The claim of ``token_id``; ``GuardUnavailable`` if it outlives ``max_token_lifetime``."""
+        """The claim of ``token_id``; ``GuardUnavailable`` if the token cannot be dated or placed."""
         check_claim_window(expires_at, now)
+        if not -MAX_SECONDS <= now <= expires_at <= MAX_SECONDS:
+            raise GuardUnavailable("a time past 2**53 s, which Redis cannot score exactly")
         options = self.options
-        if expires_at - now > options.max_token_lifetime:
-            self._warn_lifetime(expires_at - now)
-            raise GuardUnavailable(
-                f"the token lives {expires_at - now} s more, past max_token_lifetime "
-                f"({options.max_token_lifetime} s): set it to the codec's ttl + leeway"
+        minted = minted_at(token_id)
+        if minted is None:
+            # An id that does not tell when it was minted: the earliest it can have been.
+            lifetime = self.max_token_lifetime
+            if expires_at - now > lifetime:
+                self._warn_once(
+                    "lifetime",
+                    f"a token lives {expires_at - now} s more, past max_token_lifetime ({lifetime} s); "
+                    "such tokens are refused: set max_token_lifetime to the codec's ttl + leeway",
+                )
+                raise GuardUnavailable(
+                    f"the token lives {expires_at - now} s more, past max_token_lifetime "
+                    f"({lifetime} s): set it to the codec's ttl + leeway"
+                )
+            minted = expires_at - lifetime
+        elif minted > now + options.clock_skew:
+            self._warn_once(
+                "future",
+                f"a token was minted {minted - now} s in this verifier's future, past clock_skew "
+                f"({options.clock_skew} s): such tokens are refused; synchronise the hosts' clocks",
             )
-        key = redis_key(options.namespace, token_id)
-        marker = marker_key(options.namespace, key, cluster=options.cluster)
-        with self._lock:
-            seen, floor = self._epochs.get(marker, ""), self._refuse_through
-        # The id stays claimed through all of second expires_at, and now has partly gone by.
-        lifetime = expires_at - now + 1
-        args = (lifetime, os.urandom(8).hex(), seen, now, floor, options.max_token_lifetime)
-        return Claim(key, marker, expires_at, now, args)
+            raise GuardUnavailable(
+                f"the token was minted {minted - now} s after this verifier's now, past clock_skew "
+                f"({options.clock_skew} s): the hosts' clocks differ by more than the guard allows"
+            )
+        key, member = claim_location(options.namespace, token_id, options.buckets)
+        return Claim(key, minted, self._args(member, expires_at, now, minted))
 
-    def settle(self, claim: Claim, reply: object, acknowledged: object = None) -> bool:
-        """The claim's outcome from the script's ``reply`` and ``WAIT``'s answer (or the error in its place).
+    def marker(self, key: str, now: int) -> Claim:
+        """The script's call that only writes ``key``'s marker, if it is missing or not this server's."""
+        return Claim(key, now, self._args("", now, now, now))
+
+    def _args(self, member: str, expires_at: int, now: int, minted: int) -> tuple[int | str, ...]:
+        options = self.options
+        return (member, expires_at, now, options.clock_skew, minted, int(options.allow_eviction))
+
+    def read(self, reply: object) -> Outcome:
+        """The script's reply, or ``GuardUnavailable`` for one it never gives."""
+        if isinstance(reply, list) and len(reply) == 3:
+            status, since, began = (_text(part) for part in reply)
+            if status == "evicts" and isinstance(since, str):
+                return Outcome(status, 0, False, since)
+            if status in _STATUSES and isinstance(since, int) and began in (0, 1):
+                with self._lock:
+                    self._since = since if self._since is None else max(self._since, since)
+                return Outcome(status, since, began == 1)
+        raise GuardUnavailable(f"Redis answered the claim with an unexpected {type(reply).__name__}")
+
+    def began(self, replies: list[object]) -> None:
+        """The replies of ``begin``'s marker calls: ``GuardUnavailable`` for any that is not a marker."""
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise GuardUnavailable(f"Redis did not record when its memory began ({type(reply).__name__})")
+            outcome = self.read(reply)
+            if outcome.status == "evicts":
+                raise GuardUnavailable(self._evicts(outcome.policy))
+
+    def settle(self, claim: Claim, outcome: Outcome, acknowledged: object = None) -> bool:
+        """The verdict from the script's ``outcome`` and ``WAIT``'s answer (or the error in its place).
 
         The verdict comes first: an id already claimed is a replay whatever else happened.
         """
-        claimed, epoch, refuse_through = _verdict(reply)
-        through = self._observe(claim, epoch, refuse_through)
-        if not claimed:
+        if outcome.status == "replayed":
             return False
-        if claim.expires_at <= through:
+        if outcome.status == "evicts":
+            raise GuardUnavailable(self._evicts(outcome.policy))
+        if outcome.status == "lost":
+            skew = self.options.clock_skew
+            self._warn_once(
+                f"lost {outcome.since}",
+                f"Redis's memory of the claims (namespace {self.options.namespace!r}) began at "
+                f"{outcome.since} (unix time): it is new, or it forgot them (a restart, a flush, a failover, "
+                f"an eviction); every token minted by {outcome.since + skew} is refused, as it may have "
+                "been redeemed before",
+            )
             raise GuardUnavailable(
-                f"Redis lost the guard's claims: a token that expires by {through} may have been "
-                "redeemed before the loss, and is refused"
+                f"the token was minted at {claim.minted}, before Redis's memory of the claims began "
+                f"({outcome.since}, plus clock_skew {skew} s): it may have been redeemed before"
             )
         replicas = self.options.replicas
         if not replicas:
             return True
         if isinstance(acknowledged, Exception):
-            # The key stays written (see RedisGuard): deleting it is a write a failover can reorder.
+            # The claim stays written (see RedisGuard): removing it is a write a failover can reorder.
             raise GuardUnavailable(
                 f"the replicas' acknowledgement of the claim was not read ({type(acknowledged).__name__})"
             )
@@ -164,8 +276,8 @@ class Claims:
         cause = type(error).__name__
         if self.options.fail_open and _unanswered(error):
             with self._lock:
-                lost = claim.expires_at <= self._refuse_through
-            if not lost:
+                since = self._since
+            if since is None or claim.minted > since + self.options.clock_skew:
                 # The log names the failure, never the token id or its key.
                 log.warning(
                     "Redis replay guard unavailable (%s); fail_open=True: token accepted without a "
@@ -175,46 +287,26 @@ class Claims:
                 return True
         raise GuardUnavailable(f"Redis could not record the claim ({cause})") from error
 
-    def _observe(self, claim: Claim, epoch: str, refuse_through: int) -> int:
-        """Remember the marker's epoch; the expiry up to which tokens are refused now."""
-        # The script compared the marker with the epoch this guard saw, and recorded a loss in it.
+    def _evicts(self, policy: str) -> str:
+        """Why a Redis that may evict claims is refused, logged once."""
+        message = (
+            f"Redis's maxmemory-policy is {policy}, which can evict the guard's claims: set "
+            "maxmemory-policy to noeviction (or a volatile-* policy, which never evicts them), or build "
+            "the guard with allow_eviction=True to claim anyway"
+        )
+        self._warn_once("evicts", message)
+        return message
+
+    def _warn_once(self, topic: str, message: str) -> None:
+        """Log ``message`` the first time this guard meets ``topic``: one line, not one per claim."""
         with self._lock:
-            seen = self._epochs.get(claim.marker)
-            self._epochs[claim.marker] = epoch
-            before = self._refuse_through
-            through = self._refuse_through = max(before, refuse_through)
-        if before < claim.now <= through:
-            # One line per loss, when the window opens: every claim in it is refused, and says why.
-            log.warning(
-                "Redis lost the replay guard's claims (namespace %r; %s): every token that expires "
-                "by %d (unix time) is refused, as it may have been redeemed before the loss",
-                self.options.namespace,
-                "another guard saw its marker change" if seen in (None, epoch) else "its marker changed",
-                through,
-            )
-        return through
-
-    def _warn_lifetime(self, lifetime: int) -> None:
-        with self._lock:
-            warned, self._warned_lifetime = self._warned_lifetime, True
-        if not warned:
-            log.warning(
-                "Redis replay guard: a token lives %d s more, past max_token_lifetime (%d s); such "
-                "tokens are refused: set max_token_lifetime to the codec's ttl + leeway",
-                lifetime,
-                self.options.max_token_lifetime,
-            )
+            if topic in self._warned:
+                return
+            self._warned.add(topic)
+        log.warning("Redis replay guard: %s", message)
 
 
-def _verdict(reply: object) -> tuple[bool, str, int]:
-    """The script's reply as (claimed, the marker's epoch, its refuse_through), or ``GuardUnavailable``."""
-    if isinstance(reply, list) and len(reply) == 3:
-        claimed, epoch, refuse = (_text(part) for part in reply)
-        # refuse_through is a verifier's unix time: negative only for a clock set before 1970.
-        number = isinstance(refuse, str) and refuse.removeprefix("-").isdecimal()
-        if claimed in (0, 1) and isinstance(epoch, str) and isinstance(refuse, str) and number:
-            return claimed == 1, epoch, int(refuse)
-    raise GuardUnavailable(f"Redis answered the claim with an unexpected {type(reply).__name__}")
+_STATUSES: Final = frozenset({"claimed", "replayed", "lost", "marked"})
 
 
 def _text(part: object) -> object:

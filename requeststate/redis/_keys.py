@@ -1,47 +1,32 @@
-"""The keys a Redis guard writes: one per claimed token id, and the markers that show Redis forgot."""
+"""Where a Redis guard keeps a claim: the bucket (a sorted set) and the member that stands for the id."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import itertools
-import string
-from binascii import crc_hqx
+from typing import NamedTuple
 
-from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
-
-__all__ = ["marker_key", "redis_key", "slot_tags"]
+__all__ = ["ClaimLocation", "bucket_key", "claim_location"]
 
 
-def redis_key(namespace: str, token_id: str) -> str:
-    """The Redis key that records ``token_id``: the namespace, ``:``, and SHA-256 of the id in hex."""
-    return f"{namespace}:{hashlib.sha256(token_id.encode('utf-8', 'surrogatepass')).hexdigest()}"
+class ClaimLocation(NamedTuple):
+    """The sorted set that holds a token id's claim, and the member that stands for the id in it."""
+
+    key: str
+    member: str
 
 
-def marker_key(namespace: str, key: str, *, cluster: bool) -> str:
-    """The marker read with the claim of ``key``: ``namespace:marker``, or in a cluster its slot's own.
+def claim_location(namespace: str, token_id: str, buckets: int = 1) -> ClaimLocation:
+    """Where the claim of ``token_id`` lives: the SHA-256 of the id in hex, in one of ``buckets`` sorted sets.
 
-    A Redis Cluster loses keys one master at a time, so each hash slot has its
-    own marker, which lives (and moves, and is lost) with the slot's claims:
-    ``namespace:marker:{tag}``, where the hash tag puts it in ``key``'s slot.
+    The id itself never reaches Redis, and every member has the same length. One
+    Redis keeps every claim in ``namespace:claims``; a cluster guard spreads them
+    over ``namespace:claims:0`` to ``namespace:claims:1023``, by the digest, so that
+    the buckets, each in the slot its name hashes to, spread over every master.
     """
-    if not cluster:
-        return f"{namespace}:marker"
-    return f"{namespace}:marker:{{{slot_tags()[key_slot(key.encode())]}}}"
+    member = hashlib.sha256(token_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return ClaimLocation(bucket_key(namespace, int(member[:8], 16) % buckets, buckets), member)
 
 
-@functools.cache
-def slot_tags() -> tuple[str, ...]:
-    """A hash tag for each of the 16384 slots: the first three alphanumeric characters that hash there.
-
-    Built once per process (0.1 s), by the first cluster guard.
-    """
-    # A tag has no braces, so its slot is the CRC16 of the whole tag: key_slot would be slower.
-    alphabet = (string.digits + string.ascii_letters).encode()
-    tags: dict[int, str] = {}
-    for letters in itertools.product(alphabet, repeat=3):
-        tag = bytes(letters)
-        tags.setdefault(crc_hqx(tag, 0) % REDIS_CLUSTER_HASH_SLOTS, tag.decode())
-        if len(tags) == REDIS_CLUSTER_HASH_SLOTS:
-            break
-    return tuple(tags[slot] for slot in range(REDIS_CLUSTER_HASH_SLOTS))
+def bucket_key(namespace: str, bucket: int, buckets: int) -> str:
+    """The name of the ``bucket``-th of ``buckets`` sorted sets of claims."""
+    return f"{namespace}:claims" if buckets == 1 else f"{namespace}:claims:{bucket}"

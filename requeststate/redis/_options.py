@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from typing import Final, NamedTuple
 
-from requeststate._options import DEFAULT_TTL, check_int
+from requeststate._options import DEFAULT_TTL, MAX_TTL, check_int
 
 __all__ = [
+    "CLUSTER_BUCKETS",
+    "DEFAULT_CLOCK_SKEW",
     "DEFAULT_MAX_TOKEN_LIFETIME",
     "DEFAULT_NAMESPACE",
     "DEFAULT_TIMEOUT",
@@ -23,14 +25,19 @@ DEFAULT_NAMESPACE: Final = "requeststate"
 """The prefix of every key a guard writes, unless ``namespace=`` says otherwise."""
 DEFAULT_TIMEOUT: Final = 0.25
 """Seconds ``from_url``'s client waits to connect or for an answer, and a claim waits for replicas."""
+DEFAULT_CLOCK_SKEW: Final = 5
+"""Seconds that any two hosts' clocks (those that mint and those that verify) may differ by,
+unless ``clock_skew=`` says otherwise. A claim is kept this long past its token's expiry, and a
+token must be minted this long after Redis's memory began."""
 DEFAULT_MAX_TOKEN_LIFETIME: Final = DEFAULT_TTL + 60
-"""Seconds a token can live after it is redeemed, unless ``max_token_lifetime=`` says otherwise:
-a codec's default ``ttl`` (300 s) and a minute for its leeway and the skew between hosts' clocks.
-It is also how long tokens stay refused after Redis lost its claims. A ``Codec`` whose
-``ttl + leeway`` is longer refuses the guard at construction, naming the value to set."""
-# Redis refuses an expiry whose time in milliseconds, added to its clock, passes 2**63 - 1;
-# this bound (146 million years) leaves room for any clock it will ever read.
-MAX_SECONDS: Final = 2**62 // 1000
+"""The ``max_token_lifetime`` of a guard that no ``Codec`` told its ``ttl + leeway``: a codec's
+default ``ttl`` (300 s) and a minute. It dates only tokens whose id does not tell when they were
+minted (another writer's, an older release's)."""
+CLUSTER_BUCKETS: Final = 1024
+"""How many sorted sets a cluster guard spreads its claims over (one, on a single Redis)."""
+# Scores are doubles in Redis: the times a guard writes stay below 2**53, where every second
+# is exact (285 million years).
+MAX_SECONDS: Final = 2**53 - 1
 
 
 class Options(NamedTuple):
@@ -41,9 +48,12 @@ class Options(NamedTuple):
     replicas: int
     wait_ms: int
     """``replica_timeout`` in whole milliseconds, as ``WAIT`` takes it."""
-    max_token_lifetime: int
-    cluster: bool
-    """Whether the client is a Redis Cluster's: the guard keeps one marker per hash slot."""
+    max_token_lifetime: int | None
+    """As given; ``None``: the longest ``ttl + leeway`` that a ``Codec`` told the guard."""
+    clock_skew: int
+    allow_eviction: bool
+    buckets: int
+    """How many sorted sets hold the claims: ``CLUSTER_BUCKETS`` on a Redis Cluster, else 1."""
 
 
 def check_options(
@@ -51,7 +61,9 @@ def check_options(
     fail_open: bool,
     replicas: int,
     replica_timeout: float,
-    max_token_lifetime: int,
+    max_token_lifetime: int | None,
+    clock_skew: int,
+    allow_eviction: bool,
     *,
     cluster: bool,
 ) -> Options:
@@ -62,16 +74,22 @@ def check_options(
         raise ValueError("namespace must not be empty")
     if cluster and "{" in namespace:
         raise ValueError(
-            f"namespace {namespace!r} must not contain '{{' with a Redis Cluster: the guard's marker keys "
-            "carry a hash tag that must decide their slot; choose a namespace without braces"
+            f"namespace {namespace!r} must not contain '{{' with a Redis Cluster: a hash tag in it would "
+            "put every bucket of claims in one slot; choose a namespace without braces"
         )
-    if not isinstance(fail_open, bool):
-        raise TypeError(f"fail_open must be a bool, not {type(fail_open).__name__}")
+    for name, flag in (("fail_open", fail_open), ("allow_eviction", allow_eviction)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
     check_int("replicas", replicas, 0)
     # WAIT takes whole milliseconds, and WAIT n 0 would block forever: round up.
     wait_ms = math.ceil(check_seconds("replica_timeout", replica_timeout) * 1000)
-    lifetime = check_int("max_token_lifetime", max_token_lifetime, 1, MAX_SECONDS)
-    return Options(namespace, fail_open, replicas, wait_ms, lifetime, cluster)
+    if max_token_lifetime is not None:
+        check_int("max_token_lifetime", max_token_lifetime, 1, MAX_TTL * 2)
+    check_int("clock_skew", clock_skew, 0, MAX_TTL)
+    buckets = CLUSTER_BUCKETS if cluster else 1
+    return Options(
+        namespace, fail_open, replicas, wait_ms, max_token_lifetime, clock_skew, allow_eviction, buckets
+    )
 
 
 def check_seconds(name: str, seconds: float) -> float:
@@ -99,6 +117,10 @@ def describe(name: str, options: Options) -> str:
     shown = [f"namespace={options.namespace!r}", f"fail_open={options.fail_open}"]
     if options.replicas:
         shown.append(f"replicas={options.replicas}")
-    if options.max_token_lifetime != DEFAULT_MAX_TOKEN_LIFETIME:
+    if options.max_token_lifetime is not None:
         shown.append(f"max_token_lifetime={options.max_token_lifetime}")
+    if options.clock_skew != DEFAULT_CLOCK_SKEW:
+        shown.append(f"clock_skew={options.clock_skew}")
+    if options.allow_eviction:
+        shown.append("allow_eviction=True")
     return f"{name}({', '.join(shown)})"

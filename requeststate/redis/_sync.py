@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Final, TypeAlias, final
 
 import redis
@@ -11,9 +12,11 @@ import redis.cluster
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from requeststate import GuardUnavailable
+
 from ._claims import CLAIM_SCRIPT, ERRORS, Claim, Claims, log
 from ._options import (
-    DEFAULT_MAX_TOKEN_LIFETIME,
+    DEFAULT_CLOCK_SKEW,
     DEFAULT_NAMESPACE,
     DEFAULT_TIMEOUT,
     check_options,
@@ -63,7 +66,9 @@ class RedisGuard:
         fail_open: bool = False,
         replicas: int = 0,
         replica_timeout: float = DEFAULT_TIMEOUT,
-        max_token_lifetime: int = DEFAULT_MAX_TOKEN_LIFETIME,
+        max_token_lifetime: int | None = None,
+        clock_skew: int = DEFAULT_CLOCK_SKEW,
+        allow_eviction: bool = False,
     ) -> None:
         """Guard with ``client``.
 
@@ -93,7 +98,14 @@ class RedisGuard:
             )
         cluster = isinstance(client, redis.cluster.RedisCluster)
         options = check_options(
-            namespace, fail_open, replicas, replica_timeout, max_token_lifetime, cluster=cluster
+            namespace,
+            fail_open,
+            replicas,
+            replica_timeout,
+            max_token_lifetime,
+            clock_skew,
+            allow_eviction,
+            cluster=cluster,
         )
         self._claims: Final = Claims(options)
         self._client: Final = client
@@ -111,7 +123,9 @@ class RedisGuard:
         fail_open: bool = False,
         replicas: int = 0,
         replica_timeout: float = DEFAULT_TIMEOUT,
-        max_token_lifetime: int = DEFAULT_MAX_TOKEN_LIFETIME,
+        max_token_lifetime: int | None = None,
+        clock_skew: int = DEFAULT_CLOCK_SKEW,
+        allow_eviction: bool = False,
     ) -> RedisGuard:
         """A guard on a new client for ``url``, waiting at most ``timeout`` seconds to connect or answer.
 
@@ -135,6 +149,8 @@ class RedisGuard:
             replicas=replicas,
             replica_timeout=replica_timeout,
             max_token_lifetime=max_token_lifetime,
+            clock_skew=clock_skew,
+            allow_eviction=allow_eviction,
         )
 
     @property
@@ -144,18 +160,28 @@ class RedisGuard:
 
     @property
     def max_token_lifetime(self) -> int:
-        """The most seconds a token lives once redeemed: a ``Codec`` checks its ``ttl + leeway`` fits."""
-        return self._claims.options.max_token_lifetime
+        """The longest a token lives: as given, else the longest ``ttl + leeway`` a ``Codec`` told."""
+        return self._claims.max_token_lifetime
+
+    def learn_lifetime(self, lifetime: int) -> None:
+        """Called by each ``Codec`` built with this guard, with its ``ttl + leeway``.
+
+        Raises:
+            ValueError: ``lifetime`` is longer than the ``max_token_lifetime`` given.
+        """
+        self._claims.learn_lifetime(lifetime)
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
             GuardUnavailable: Redis did not record the claim, fewer than
-                ``replicas`` replicas acknowledged it, the token lives past
-                ``max_token_lifetime``, or Redis lost its claims within one
-                ``max_token_lifetime`` of its expiry (unless ``fail_open`` and
-                no Redis answered: then ``True``).
+                ``replicas`` replicas acknowledged it, the token was minted
+                before Redis's memory of the claims began (plus ``clock_skew``)
+                or after ``now`` plus ``clock_skew``, Redis may evict claims,
+                or an id that does not tell its mint time lives past
+                ``max_token_lifetime`` (unless ``fail_open`` and no Redis
+                answered: then ``True``).
             ValueError: ``expires_at`` is before ``now``.
         """
         claims = self._claims
@@ -165,12 +191,53 @@ class RedisGuard:
             if claims.options.replicas:
                 reply, acknowledged = self._claim_and_wait(claim)
             else:
-                reply = self._script(keys=[claim.key, claim.marker], args=claim.args)
+                reply = self._script(keys=[claim.key], args=claim.args)
         except ERRORS as error:
             if claims.options.replicas and isinstance(self._client, redis.cluster.RedisCluster):
                 _refresh_slots(self._client)
             return claims.failed(claim, error)
-        return claims.settle(claim, reply, acknowledged)
+        outcome = claims.read(reply)
+        if outcome.began_here and claims.options.buckets > 1:
+            # One bucket's memory began here, so the others' may have too (a master that
+            # restarted, a new cluster): marked now, each accepts the tokens minted from now on.
+            # A bucket left unmarked is marked by its next claim all the same.
+            try:
+                self._mark(now)
+            except ERRORS as error:
+                log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
+        return claims.settle(claim, outcome, acknowledged)
+
+    def begin(self, now: int | None = None) -> None:
+        """Record in Redis that its memory of the claims begins now, where it has no record: call at start.
+
+        A token is accepted only if it was minted after Redis's memory of the claims
+        began, plus ``clock_skew``; a claim that finds no record writes one, and refuses
+        its own token. Begun before the server mints, a new Redis (a first deploy)
+        accepts every token at its first claim. Where Redis has a record of its own,
+        nothing changes. ``now``: unix seconds; the clock when ``None``.
+
+        Raises:
+            GuardUnavailable: Redis did not answer, or may evict claims (see ``allow_eviction``).
+        """
+        try:
+            replies = self._mark(int(time.time()) if now is None else now)
+        except ERRORS as error:
+            raise GuardUnavailable(
+                f"Redis did not record when its memory began ({type(error).__name__})"
+            ) from error
+        self._claims.began(replies)
+
+    def _mark(self, now: int) -> list[object]:
+        """Write each bucket's marker that is missing or not its server's; the script's replies."""
+        claims, client = self._claims, self._client
+        if not isinstance(client, redis.cluster.RedisCluster):
+            key = claims.bucket_keys[0]
+            return [self._script(keys=[key], args=claims.marker(key, now).args)]
+        sha = client.script_load(CLAIM_SCRIPT)  # to every master
+        with client.pipeline() as batch:  # type: ignore[no-untyped-call]  # untyped in redis-py
+            for key in claims.bucket_keys:
+                batch.execute_command("EVALSHA", sha, 1, key, *claims.marker(key, now).args)
+            return batch.execute(raise_on_error=False)  # type: ignore[no-any-return]
 
     def _claim_and_wait(self, claim: Claim) -> tuple[object, object]:
         """The script's reply and ``WAIT``'s (or the error in its place), sent together on one connection."""
@@ -187,7 +254,7 @@ class RedisGuard:
         try:
             commands = [
                 # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
-                ("EVAL", CLAIM_SCRIPT, 2, claim.key, claim.marker, *claim.args),
+                ("EVAL", CLAIM_SCRIPT, 1, claim.key, *claim.args),
                 ("WAIT", options.replicas, options.wait_ms),
             ]
             packed = connection.pack_commands(commands)  # type: ignore[no-untyped-call]  # untyped in redis-py

@@ -7,12 +7,14 @@ on an event loop of its own, kept for the guard's life (its connections belong t
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any, Protocol
 
 from requeststate import GuardUnavailable
-from requeststate.redis import AsyncRedisGuard, RedisGuard
+from requeststate._token_id import TOKEN_ID_RANDOM_BYTES, new_token_id
+from requeststate.redis import DEFAULT_CLOCK_SKEW, AsyncRedisGuard, RedisGuard
 
-__all__ = ["FLAVOURS", "AsyncOnALoop", "Claimer", "build", "lost_by", "outcome"]
+__all__ = ["FLAVOURS", "AsyncOnALoop", "Claimer", "build", "lost", "minted", "outcome"]
 
 FLAVOURS = ("sync", "async")
 
@@ -21,6 +23,8 @@ class Claimer(Protocol):
     """A guard that tests call without awaiting."""
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool: ...
+
+    def begin(self, now: int | None = None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -34,6 +38,9 @@ class AsyncOnALoop:
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return self._loop.run_until_complete(self.guard.claim(token_id, expires_at, now))
+
+    def begin(self, now: int | None = None) -> None:
+        self._loop.run_until_complete(self.guard.begin(now))
 
     def close(self) -> None:
         self._loop.run_until_complete(self.guard.aclose())
@@ -55,9 +62,14 @@ def outcome(guard: Claimer, token_id: str, expires_at: int, now: int) -> bool | 
         return str(error)
 
 
-def lost_by(expires_through: int) -> str:
-    """What a claim is refused with in the loss window that ends at ``expires_through``."""
+def minted(at: int) -> str:
+    """A fresh token id, as ``Codec.encode`` writes it for a token minted at unix second ``at``."""
+    return new_token_id(at, os.urandom(TOKEN_ID_RANDOM_BYTES))
+
+
+def lost(minted_at: int, since: int, skew: int = DEFAULT_CLOCK_SKEW) -> str:
+    """What a claim is refused with when its token was minted before Redis's memory began at ``since``."""
     return (
-        f"Redis lost the guard's claims: a token that expires by {expires_through} may have been "
-        "redeemed before the loss, and is refused"
+        f"the token was minted at {minted_at}, before Redis's memory of the claims began "
+        f"({since}, plus clock_skew {skew} s): it may have been redeemed before"
     )

@@ -87,6 +87,7 @@ def claim_all(
     """The race's worker, run in its own process: claim every id, report the ones this process won."""
     guard = RedisGuard.from_url(url, cluster=cluster, timeout=5.0, namespace=namespace)
     try:
+        guard.begin(now - 60)
         start.wait(timeout=30)
         results.put([token_id for token_id in ids if guard.claim(token_id, now + 300, now)])
     finally:

@@ -20,9 +20,10 @@ LONG_SECRET = bytes(range(64, 128))
 OTHER_SECRET = bytes(range(32, 64))
 NONCE = bytes(range(0xA0, 0xAC))
 XNONCE = bytes(range(0xC0, 0xD8))
-ID_BYTES = bytes(range(0xE0, 0xF0))
-TOKEN_ID = ID_BYTES.hex()
 EXP = 2_000_000_000
+# The id requeststate writes (docs/wire-format.md, "The token id"): a UUIDv7 whose time is the mint
+# time, EXP - 300 (1999999700 s: 0x01d1a9458c20 ms), its random bits 0xe0 0xe1 ... 0xe9.
+TOKEN_ID = "01d1a945-8c20-70e1-a2e3-e4e5e6e7e8e9"
 
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
@@ -62,7 +63,6 @@ def valid_vectors() -> list[dict[str, Any]]:
                                 "exp": EXP,
                                 "nonce": nonce.hex(),
                                 "id": token_id,
-                                "random": (nonce + ID_BYTES).hex(),
                                 "token": ref.token(mode, secret, state, EXP, subject, tool, nonce, token_id),
                             }
                         )
