@@ -19,7 +19,7 @@ export NO_SYSTEM_PACKAGES
 
 LINTED := requeststate tests benchmarks examples fuzz scripts noxfile.py
 
-.PHONY: demo test lint docs wheel-smoke matrix bench bench-quick fuzz mutation clean
+.PHONY: demo test lint docs wheel-smoke matrix nemesis bench bench-quick fuzz mutation clean
 
 demo: $(VENV)/.installed
 	$(PY) -m requeststate demo
@@ -55,6 +55,12 @@ PYENV_BINS := $(subst $(space),:,$(wildcard $(PYENV_ROOT)/versions/3.1[123].*/bi
 matrix: $(VENV)/.installed-dev
 	sh scripts/redis-test-server.sh
 	PATH="$(PYENV_BINS):$$PATH" UV_PYTHON_DOWNLOADS=never $(PY) -m nox --no-error-on-missing-interpreters
+
+# Single use under random faults on real redis-servers (scripts/nemesis.py); make matrix runs it too.
+NEMESIS_SECONDS ?= 40
+nemesis: $(VENV)/.installed-dev
+	sh scripts/redis-test-server.sh
+	$(PY) -m scripts.nemesis --seconds $(NEMESIS_SECONDS)
 
 # The benchmark measures the package as pip installs it: pure Python.
 bench: $(VENV)/.installed-bench

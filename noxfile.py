@@ -6,6 +6,9 @@
   bound (uv's ``--resolution lowest-direct``): a bound that fails here is one to raise.
 - ``fuzz``: a short coverage-guided fuzzing run of ``Codec.verify`` (atheris).
 - ``benchmarks``: the benchmark harness's own tests (``benchmarks/test_benchmarks.py``).
+- ``nemesis``: single use under faults (scripts/nemesis.py): worker processes redeem tokens on
+  real redis-servers (one, a replicated pair, a cluster) while a nemesis kills, flushes, evicts,
+  pauses and fails them over; it fails on any token accepted twice (about 3 minutes).
 """
 
 from __future__ import annotations
@@ -44,6 +47,13 @@ def fuzz(session: nox.Session) -> None:
     """Fuzz Codec.verify for 60 seconds (``make fuzz`` runs longer)."""
     session.install("-e", ".", "--group", "fuzz")
     session.run("python", "-m", "fuzz.run", "--seconds", "60")
+
+
+@nox.session(python=PYTHONS[0])
+def nemesis(session: nox.Session) -> None:
+    """Single use under random faults on real redis-servers; ``-- --seconds 120`` runs longer."""
+    session.install("-e", ".[redis]")
+    session.run("python", "-m", "scripts.nemesis", "--seconds", "40", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])

@@ -881,25 +881,29 @@ def test_tokens_minted_more_than_clock_skew_after_the_loss_is_noticed_are_accept
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
-def test_a_redis_begun_at_start_refuses_no_token_minted_after_and_logs_nothing(
+def test_a_redis_begun_at_start_accepts_every_token_minted_from_the_second_begin_returns(
     redis_url: str, namespace: str, flavour: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     guard = build(flavour, redis_url, namespace=namespace, timeout=PATIENT_SECONDS)
     with caplog.at_level(logging.WARNING, logger="requeststate.redis"):
-        guard.begin(NOW - SKEW - 1)
-        claims = [guard.claim(minted(NOW), NOW + 300, NOW + 1) for _ in range(3)]
+        ready = guard.begin(NOW)
+        claims = [guard.claim(minted(ready), ready + 300, ready + 1) for _ in range(3)]
+        too_soon = outcome(guard, minted(ready - 1), ready + 299, ready + 1)
     guard.close()
-    assert (claims, warnings_of(caplog)) == ([True] * 3, [])
+    assert (ready, claims, too_soon) == (NOW + SKEW + 1, [True] * 3, lost(ready - 1, NOW))
+    assert [message.split(" (")[0] for message in warnings_of(caplog)] == [
+        "Redis replay guard: Redis's memory of the claims"
+    ]
 
 
 def test_begin_leaves_a_memory_that_began_before_as_it_is(server: Server, namespace: str) -> None:
-    guard = begun(RedisGuard.from_url(server.url, namespace=namespace, timeout=PATIENT_SECONDS))
+    guard = RedisGuard.from_url(server.url, namespace=namespace, timeout=PATIENT_SECONDS)
     try:
-        guard.begin(NOW)  # a second process, started later
+        ready = [guard.begin(BEGUN), guard.begin(NOW)]  # the second: a process started later
         claimed = guard.claim(ID, NOW + 300, NOW)
     finally:
         guard.close()
-    assert claimed is True
+    assert (ready, claimed) == ([BEGUN + SKEW + 1] * 2, True)
 
 
 def test_a_first_claim_with_no_record_of_redis_memory_refuses_its_own_token_and_begins_it(

@@ -155,7 +155,7 @@ class AsyncRedisGuard:
                 log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
         return claims.settle(claim, outcome, acknowledged)
 
-    async def begin(self, now: int | None = None) -> None:
+    async def begin(self, now: int | None = None) -> int:
         """Record in Redis that its memory of the claims begins now; see ``RedisGuard.begin``."""
         try:
             replies = await self._mark(int(time.time()) if now is None else now)
@@ -163,7 +163,7 @@ class AsyncRedisGuard:
             raise GuardUnavailable(
                 f"Redis did not record when its memory began ({type(error).__name__})"
             ) from error
-        self._claims.began(replies)
+        return self._claims.began(replies)
 
     async def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or not its server's; the script's replies."""

@@ -225,14 +225,21 @@ class Claims:
                 return Outcome(status, since, began == 1)
         raise GuardUnavailable(f"Redis answered the claim with an unexpected {type(reply).__name__}")
 
-    def began(self, replies: list[object]) -> None:
-        """The replies of ``begin``'s marker calls: ``GuardUnavailable`` for any that is not a marker."""
+    def began(self, replies: list[object]) -> int:
+        """The first second whose tokens every bucket accepts, from ``begin``'s replies.
+
+        ``GuardUnavailable`` for a reply that is not a marker's.
+        """
+        latest = None
         for reply in replies:
             if isinstance(reply, Exception):
                 raise GuardUnavailable(f"Redis did not record when its memory began ({type(reply).__name__})")
             outcome = self.read(reply)
             if outcome.status == "evicts":
                 raise GuardUnavailable(self._evicts(outcome.policy))
+            latest = outcome.since if latest is None else max(latest, outcome.since)
+        assert latest is not None  # one reply per bucket, and a guard has one bucket at least
+        return latest + self.options.clock_skew + 1
 
     def settle(self, claim: Claim, outcome: Outcome, acknowledged: object = None) -> bool:
         """The verdict from the script's ``outcome`` and ``WAIT``'s answer (or the error in its place).

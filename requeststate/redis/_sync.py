@@ -207,14 +207,19 @@ class RedisGuard:
                 log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
         return claims.settle(claim, outcome, acknowledged)
 
-    def begin(self, now: int | None = None) -> None:
+    def begin(self, now: int | None = None) -> int:
         """Record in Redis that its memory of the claims begins now, where it has no record: call at start.
 
-        A token is accepted only if it was minted after Redis's memory of the claims
-        began, plus ``clock_skew``; a claim that finds no record writes one, and refuses
-        its own token. Begun before the server mints, a new Redis (a first deploy)
-        accepts every token at its first claim. Where Redis has a record of its own,
-        nothing changes. ``now``: unix seconds; the clock when ``None``.
+        A token is accepted only if it was minted more than ``clock_skew`` seconds
+        after Redis's memory of the claims began; a claim that finds no record writes
+        one, and refuses its own token. Call ``begin`` when the server starts, before
+        it mints: on a new Redis (a first deploy), every token minted from the second
+        it returns is accepted at its first claim. Where Redis has a record of its
+        own, nothing changes. ``now``: unix seconds; the clock when ``None``.
+
+        Returns:
+            The first unix second whose tokens are accepted: ``now + clock_skew + 1``
+            on a Redis with no record, earlier where the memory began before.
 
         Raises:
             GuardUnavailable: Redis did not answer, or may evict claims (see ``allow_eviction``).
@@ -225,7 +230,7 @@ class RedisGuard:
             raise GuardUnavailable(
                 f"Redis did not record when its memory began ({type(error).__name__})"
             ) from error
-        self._claims.began(replies)
+        return self._claims.began(replies)
 
     def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or not its server's; the script's replies."""

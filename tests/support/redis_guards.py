@@ -24,7 +24,7 @@ class Claimer(Protocol):
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool: ...
 
-    def begin(self, now: int | None = None) -> None: ...
+    def begin(self, now: int | None = None) -> int: ...
 
     def close(self) -> None: ...
 
@@ -39,8 +39,8 @@ class AsyncOnALoop:
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return self._loop.run_until_complete(self.guard.claim(token_id, expires_at, now))
 
-    def begin(self, now: int | None = None) -> None:
-        self._loop.run_until_complete(self.guard.begin(now))
+    def begin(self, now: int | None = None) -> int:
+        return self._loop.run_until_complete(self.guard.begin(now))
 
     def close(self) -> None:
         self._loop.run_until_complete(self.guard.aclose())

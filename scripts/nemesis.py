@@ -1,0 +1,480 @@
+"""A nemesis test of single use, in the manner of Jepsen: redeem tokens from a fleet while Redis fails.
+
+``python -m scripts.nemesis`` starts real redis-servers on loopback (scripts/redis_servers.py) in
+three topologies (one server; a master and its replica, behind an address a failover moves; a
+cluster of three masters, each with a replica) and, on each, for a bounded time:
+
+- worker processes, each with its own ``RedisGuard`` and its own clock offset (within
+  ``clock_skew`` of each other), mint tokens on their clocks and redeem them: each token once
+  as it is minted, and again later (its own worker's replays, and other workers', shared);
+- a nemesis, seeded, injects a fault at random every few seconds: ``kill -9`` and a restart
+  with or without the snapshot taken earlier (an RDB restore), ``FLUSHALL``, an eviction burst
+  (``allkeys-random`` under a small ``maxmemory``), ``SIGSTOP``/``SIGCONT``, a failover, and a
+  step of one worker's clock;
+- every redemption is recorded in a history, and a checker counts what single use forbids: a
+  token accepted twice. It reports how long after each loss a flow started after it succeeds
+  again, and the share of first redemptions refused as collateral.
+
+The workers claim with ``allow_eviction=True``, so that an eviction burst reaches the claims.
+Exit status 1 if any token was accepted twice. ``--json FILE`` writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+import queue
+import random
+import signal
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any
+
+import redis
+
+import requeststate as rs
+from requeststate.redis import DEFAULT_CLOCK_SKEW, RedisGuard
+from scripts import redis_servers
+from scripts.redis_servers import Link, Server
+
+KEY = bytes.fromhex("9c1f3a7e5b2d4c6f8a0e1b3d5f7a9c2e4b6d8f0a1c3e5a7b9d0f2e4c6a8b1d3f")
+TTL = 20
+# Each worker's clock runs within +-OFFSET of the wall clock: two of them differ by at most
+# 2 * OFFSET, inside the guard's clock_skew.
+OFFSET = DEFAULT_CLOCK_SKEW / 2 - 0.5
+TOPOLOGIES = ("standalone", "replicated", "cluster")
+FAULTS = {
+    "standalone": ("kill-restart-empty", "kill-restart-rdb", "flushall", "eviction", "pause", "clock"),
+    "replicated": ("failover", "flushall", "eviction", "pause", "clock"),
+    "cluster": ("cluster-failover", "flushall", "eviction", "pause", "clock"),
+}
+
+
+@dataclass
+class Redemption:
+    """One redemption in the history."""
+
+    token_id: str
+    worker: int
+    first: bool
+    """The token's first redemption, by the worker that minted it; else a replay."""
+    minted: float
+    """The wall clock when the token was minted."""
+    at: float
+    """The wall clock when the redemption was answered."""
+    outcome: str
+    """``accepted``, or the reason it was refused."""
+
+
+def _worker(
+    index: int,
+    url: str,
+    cluster: bool,
+    deadline: float,
+    offset: Synchronized[float],
+    shared: multiprocessing.Queue[tuple[str, str]],
+    history: multiprocessing.Queue[list[Redemption]],
+    seed: int,
+) -> None:
+    """Mint and redeem until ``deadline`` on a clock ``offset`` from the wall clock; report the history."""
+    chance = random.Random(seed)
+    logging.getLogger("requeststate").setLevel(logging.ERROR)  # each loss's warning, once per worker: quiet
+    guard = RedisGuard.from_url(url, cluster=cluster, timeout=0.5, allow_eviction=True)
+    codec = rs.Codec(KEY, mode="encrypted", ttl=TTL, guard=guard, clock=lambda: time.time() + offset.value)
+    with contextlib.suppress(rs.GuardUnavailable):  # a server begins its guard's memory at start,
+        time.sleep(max(0.0, guard.begin() - time.time()))  # and serves once its tokens are accepted
+    records: list[Redemption] = []
+    mine: list[tuple[str, str, float]] = []  # (token, id, minted) this worker redeemed
+
+    def redeem(token: str, token_id: str, minted: float, first: bool) -> bool:
+        try:
+            codec.verify(token)
+            outcome = "accepted"
+        except rs.InvalidToken as refused:
+            outcome = refused.reason.value
+        records.append(Redemption(token_id, index, first, minted, time.time(), outcome))
+        return outcome == "accepted"
+
+    while time.time() < deadline:
+        minted = time.time()
+        token = codec.encode({"worker": index, "step": len(records)})
+        token_id = hashlib.sha256(token.encode()).hexdigest()[:24]  # the history's name for the token
+        if redeem(token, token_id, minted, first=True):
+            mine.append((token, token_id, minted))
+            if chance.random() < 0.3:
+                with contextlib.suppress(queue.Full):
+                    shared.put_nowait((token, json.dumps([token_id, minted])))
+        if mine and chance.random() < 0.5:
+            redeem(*chance.choice(mine[-500:]), first=False)
+        with contextlib.suppress(queue.Empty):
+            other, about = shared.get_nowait()
+            other_id, other_minted = json.loads(about)
+            redeem(other, other_id, other_minted, first=False)
+        time.sleep(chance.random() * 0.004)  # the client's answer, a few milliseconds
+    guard.close()
+    history.put(records)
+
+
+@dataclass
+class Fault:
+    """One fault the nemesis injected: what, when it began and ended, and when Redis lost claims."""
+
+    kind: str
+    began: float
+    ended: float = 0.0
+    lost: float | None = None
+    """The wall clock when Redis forgot (a kill, a flush, the end of an eviction burst), if it did."""
+
+
+# A fault, injected: when Redis lost claims (the wall clock), or None if it lost none.
+Inject = Callable[[random.Random], float | None]
+
+
+@dataclass
+class Target:
+    """A running topology: where the workers connect, and how the nemesis breaks it."""
+
+    url: str
+    cluster: bool
+    inject: dict[str, Inject] = field(default_factory=dict)
+
+
+def _pause(server: Server, chance: random.Random, longest: float = 1.5) -> None:
+    server.pause()
+    time.sleep(chance.uniform(0.3, longest))
+    server.resume()
+
+
+def _flush(*servers: Server) -> float:
+    for server in servers:
+        server.execute("FLUSHALL")
+    return time.time()
+
+
+def _evict(server: Server, chance: random.Random) -> float:
+    """An eviction burst: a small maxmemory under allkeys-random, and 1 KiB values until it evicts."""
+    used = int(server.execute("INFO", "memory")["used_memory"])
+    server.execute("CONFIG", "SET", "maxmemory", used + 1024 * 1024)
+    server.execute("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+    client = server.client()
+    try:
+        for start in range(0, 6_000, 500):
+            with client.pipeline(transaction=False) as batch:
+                for index in range(start, start + 500):
+                    batch.set(f"junk:{chance.random()}:{index}", "x" * 1024, ex=5)
+                batch.execute()
+    except redis.RedisError:  # a cluster node that moved a slot meanwhile: the burst is partial
+        pass
+    finally:
+        client.close()
+        server.execute("CONFIG", "SET", "maxmemory", 0)
+        server.execute("CONFIG", "SET", "maxmemory-policy", "noeviction")
+    return time.time()
+
+
+@contextmanager
+def _standalone() -> Iterator[Target]:
+    with redis_servers.running_server("--dbfilename", "nemesis.rdb") as server:
+        directory = server.args[server.args.index("--dir") + 1]
+        snapshot = os.path.join(directory, "nemesis.rdb")
+
+        def restart(chance: random.Random, keep_snapshot: bool) -> float:
+            server.execute("SAVE")  # the snapshot an RDB restart goes back to: its claims, not later ones
+            time.sleep(chance.uniform(0.5, 2.0))  # claims made after it, lost by the restart
+            server.kill()
+            lost = time.time()
+            if not keep_snapshot:
+                os.remove(snapshot)
+            server.restart()
+            return lost
+
+        yield Target(
+            server.url,
+            False,
+            {
+                "kill-restart-empty": lambda chance: restart(chance, keep_snapshot=False),
+                "kill-restart-rdb": lambda chance: restart(chance, keep_snapshot=True),
+                "flushall": lambda chance: _flush(server),
+                "eviction": lambda chance: _evict(server, chance),
+                "pause": lambda chance: _pause(server, chance),
+            },
+        )
+
+
+@contextmanager
+def _replicated() -> Iterator[Target]:
+    with redis_servers.running_replicated() as pair:
+        roles = {"master": pair.master, "replica": pair.replica}
+        front = Link(pair.master.port)  # the address the workers know: a failover moves it
+
+        def failover(chance: random.Random) -> float:
+            old, new = roles["master"], roles["replica"]
+            old.kill()
+            lost = time.time()
+            redis_servers.promote(new)
+            front.point_at(new.port)
+            old.args = [*_without_replicaof(old.args), "--replicaof", "127.0.0.1", str(new.port)]
+            old.restart()  # the old master comes back as the new one's replica
+            roles["master"], roles["replica"] = new, old
+            redis_servers.wait_until(
+                lambda: old.execute("INFO", "replication").get("master_link_status") == "up", "no resync", 30
+            )
+            return lost
+
+        try:
+            yield Target(
+                front.url,
+                False,
+                {
+                    "failover": failover,
+                    "flushall": lambda chance: _flush(roles["master"]),
+                    "eviction": lambda chance: _evict(roles["master"], chance),
+                    "pause": lambda chance: _pause(roles["master"], chance),
+                },
+            )
+        finally:
+            front.close()
+
+
+def _without_replicaof(args: list[str]) -> list[str]:
+    if "--replicaof" not in args:
+        return args
+    at = args.index("--replicaof")
+    return args[:at] + args[at + 3 :]
+
+
+@contextmanager
+def _cluster() -> Iterator[Target]:
+    with redis_servers.running_cluster(masters=3, replicas=1) as cluster:
+        nodes = [*cluster.masters, *cluster.replicas]
+
+        def masters() -> list[Server]:
+            return [node for node in nodes if node.execute("INFO", "replication")["role"] == "master"]
+
+        def failover(chance: random.Random) -> float:
+            victim = chance.choice(masters())
+            heir = _replica_of(nodes, victim)
+            victim.kill()
+            lost = time.time()
+            heir.execute("CLUSTER", "FAILOVER", "TAKEOVER")
+            redis_servers.wait_until(
+                lambda: heir.execute("INFO", "replication")["role"] == "master", "no takeover"
+            )
+            victim.restart()  # rejoins, from its nodes file, as the new master's replica
+            redis_servers.wait_until(lambda: _cluster_ok(nodes), "the cluster did not heal", 30)
+            return lost
+
+        yield Target(
+            cluster.url,
+            True,
+            {
+                "cluster-failover": failover,
+                "flushall": lambda chance: _flush(*masters()),
+                "eviction": lambda chance: _evict(chance.choice(masters()), chance),
+                "pause": lambda chance: _pause(chance.choice(masters()), chance, longest=1.2),
+            },
+        )
+
+
+def _replica_of(nodes: list[Server], master: Server) -> Server:
+    for node in nodes:
+        if node is not master and node.execute("INFO", "replication").get("master_port") == master.port:
+            return node
+    raise redis_servers.RedisUnavailable(f"the master on port {master.port} has no replica")
+
+
+def _cluster_ok(nodes: list[Server]) -> bool:
+    try:
+        return all(b"cluster_state:ok" in node.execute("CLUSTER", "INFO") for node in nodes)
+    except redis.RedisError:
+        return False
+
+
+SETUPS = {"standalone": _standalone, "replicated": _replicated, "cluster": _cluster}
+
+
+@dataclass
+class Run:
+    """One topology's run: its history, the faults injected, and the checker's figures."""
+
+    topology: str
+    seconds: float
+    history: list[Redemption]
+    faults: list[Fault]
+
+    def doubles(self) -> int:
+        """Tokens accepted more than once: what single use forbids."""
+        accepted = Counter(r.token_id for r in self.history if r.outcome == "accepted")
+        return sum(1 for count in accepted.values() if count > 1)
+
+    def resume_times(self) -> list[float]:
+        """For each loss, seconds from the loss until a token minted after it was accepted."""
+        firsts = sorted((r.at, r.minted) for r in self.history if r.first and r.outcome == "accepted")
+        times = []
+        for fault in self.faults:
+            if fault.lost is not None:
+                after = [at for at, minted in firsts if minted > fault.lost]
+                if after:
+                    times.append(min(after) - fault.lost)
+        return times
+
+    def summary(self) -> dict[str, Any]:
+        firsts = [r for r in self.history if r.first]
+        refused = Counter(r.outcome for r in firsts if r.outcome != "accepted")
+        replays = [r for r in self.history if not r.first]
+        resume = self.resume_times()
+        return {
+            "topology": self.topology,
+            "seconds": round(self.seconds, 1),
+            "redemptions": len(self.history),
+            "first redemptions": len(firsts),
+            "replays": len(replays),
+            "replays accepted": sum(r.outcome == "accepted" for r in replays),
+            "double redemptions": self.doubles(),
+            "faults": dict(Counter(fault.kind for fault in self.faults)),
+            "resume p50 s": round(statistics.median(resume), 1) if resume else None,
+            "resume max s": round(max(resume), 1) if resume else None,
+            "collateral": round(sum(refused.values()) / max(1, len(firsts)), 3),
+            "first refused by reason": dict(refused),
+        }
+
+    def by_fault(self) -> dict[str, tuple[int, int]]:
+        """Per kind of fault: replays after it of tokens accepted before it, and how many were accepted."""
+        accepted_at: dict[str, float] = {}
+        for record in sorted(self.history, key=lambda r: r.at):
+            if record.outcome == "accepted":
+                accepted_at.setdefault(record.token_id, record.at)
+        table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        faults = sorted(self.faults, key=lambda f: f.began)
+        for record in self.history:
+            if record.first:
+                continue
+            before = [
+                f for f in faults if accepted_at.get(record.token_id, float("inf")) < f.began <= record.at
+            ]
+            if before:
+                row = table[before[-1].kind]
+                row[0] += 1
+                row[1] += record.outcome == "accepted"
+        return {kind: (row[0], row[1]) for kind, row in table.items()}
+
+
+def run(topology: str, seconds: float, workers: int, seed: int, say: Callable[[str], None]) -> Run:
+    """Run one topology for ``seconds`` under the nemesis; its history and faults."""
+    chance = random.Random(f"{seed}:{topology}")
+    context = multiprocessing.get_context("spawn")
+    with SETUPS[topology]() as target:
+        offsets = [context.Value("d", chance.uniform(-OFFSET, OFFSET)) for _ in range(workers)]
+        shared: Any = context.Queue(maxsize=2_000)
+        history: Any = context.Queue()
+        began = time.time()
+        deadline = began + seconds + 2  # the workers' start-up
+        processes = [
+            context.Process(
+                target=_worker,
+                args=(
+                    index,
+                    target.url,
+                    target.cluster,
+                    deadline,
+                    offsets[index],
+                    shared,
+                    history,
+                    seed + index,
+                ),
+                daemon=True,
+            )
+            for index in range(workers)
+        ]
+        for process in processes:
+            process.start()
+        faults: list[Fault] = []
+        time.sleep(3)
+        kinds = FAULTS[topology]
+        while time.time() + 6 < deadline:
+            kind = chance.choice(kinds)
+            fault = Fault(kind, time.time())
+            if kind == "clock":
+                offsets[chance.randrange(workers)].value = chance.uniform(-OFFSET, OFFSET)
+            else:
+                fault.lost = target.inject[kind](chance)
+            fault.ended = time.time()
+            faults.append(fault)
+            say(f"  {topology}: {kind} at +{fault.began - began:.1f} s ({fault.ended - fault.began:.1f} s)")
+            time.sleep(chance.uniform(2.0, 4.0))
+        records: list[Redemption] = []
+        for _ in processes:
+            records += history.get(timeout=60)
+        for process in processes:
+            process.join(timeout=10)
+        shared.cancel_join_thread()
+    return Run(topology, time.time() - began, records, faults)
+
+
+def report(runs: list[Run]) -> str:
+    """The history summary as Markdown tables."""
+    lines = [
+        "| topology | s | redemptions | replays | replays accepted | double redemptions | faults "
+        "| resume p50 / max s | collateral |",
+        "|---|---:|---:|---:|---:|---:|---|---|---:|",
+    ]
+    for one in runs:
+        s = one.summary()
+        faults = ", ".join(f"{kind} {count}" for kind, count in sorted(s["faults"].items()))
+        lines.append(
+            f"| {s['topology']} | {s['seconds']} | {s['redemptions']:,} | {s['replays']:,} "
+            f"| {s['replays accepted']:,} | **{s['double redemptions']}** | {faults} "
+            f"| {s['resume p50 s']} / {s['resume max s']} | {s['collateral']:.1%} |"
+        )
+    lines += [
+        "",
+        "| topology | fault | replays of tokens accepted before it | accepted again |",
+        "|---|---|---:|---:|",
+    ]
+    for one in runs:
+        for kind, (replays, again) in sorted(one.by_fault().items()):
+            lines.append(f"| {one.topology} | {kind} | {replays:,} | {again} |")
+    return "\n".join(lines)
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scripts.nemesis", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--seconds", type=float, default=40.0, help="how long each topology runs (default 40)"
+    )
+    parser.add_argument("--workers", type=int, default=4, help="worker processes (default 4)")
+    parser.add_argument("--seed", type=int, default=1, help="the nemesis's seed (default 1)")
+    parser.add_argument("--topology", action="append", choices=TOPOLOGIES, help="one topology (repeatable)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    runs = []
+    for topology in args.topology or TOPOLOGIES:
+        say(f"nemesis: {topology}, {args.seconds:g} s, {args.workers} workers, seed {args.seed}")
+        runs.append(run(topology, args.seconds, args.workers, args.seed, say))
+    print(report(runs))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump([{**one.summary(), "by fault": one.by_fault()} for one in runs], out, indent=2)
+    doubles = sum(one.doubles() for one in runs)
+    print(f"\n{doubles} double redemptions in {sum(len(one.history) for one in runs):,} redemptions")
+    return 1 if doubles else 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.exit(main())
