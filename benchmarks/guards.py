@@ -39,7 +39,6 @@ import os
 import statistics
 import time
 import tracemalloc
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from typing import Any, Final
 import redis
 
 import requeststate as rs
+from requeststate._token_id import TOKEN_ID_RANDOM_BYTES, new_token_id
 from requeststate.redis import AsyncRedisGuard, RedisGuard
 from scripts import redis_servers
 from scripts.redis_servers import RedisUnavailable
@@ -294,6 +294,7 @@ async def _measure_async(
 ) -> list[GuardRow]:
     redis_guard = AsyncRedisGuard.from_url(url, timeout=_CLAIM_TIMEOUT, namespace=f"bench-async-{mode}")
     try:
+        await redis_guard.begin(_since_a_minute_ago())
         guards: dict[str, rs.AsyncGuard | None] = {NONE: None, ASYNC_REDIS: redis_guard}
         names = list(guards)
         decoders = {name: _adecoder(ring, mode, guard) for name, guard in guards.items()}
@@ -405,6 +406,7 @@ def _measure_with_redis(
             for mode in modes:
                 progress(f"replay guards, {mode}: decode, none, MemoryGuard and RedisGuard")
                 redis_guard = RedisGuard.from_url(url, timeout=_CLAIM_TIMEOUT, namespace=f"bench-{mode}")
+                redis_guard.begin(_since_a_minute_ago())
                 try:
                     guards: dict[str, rs.Guard | None] = {
                         NONE: None,
@@ -444,7 +446,14 @@ def _claim_row(setup: str, path: str, seconds: float, latencies_ns: list[int]) -
 
 
 def _fresh(count: int) -> list[str]:
-    return [uuid.uuid4().hex for _ in range(count)]
+    """Ids of tokens minted now, as ``Codec.encode`` writes them."""
+    now = int(time.time())
+    return [new_token_id(now, os.urandom(TOKEN_ID_RANDOM_BYTES)) for _ in range(count)]
+
+
+def _since_a_minute_ago() -> int:
+    # What a guard begins Redis's memory at: a server started a minute ago, whose tokens are all accepted.
+    return int(time.time()) - 60
 
 
 def _time_sync_claims(guard: Any, setup: str, count: int) -> ClaimRow:
@@ -473,7 +482,7 @@ async def _time_async_claims(guard: Any, setup: str, count: int) -> ClaimRow:
                 raise RuntimeError(f"{setup}: a fresh id was refused")
 
     try:
-        await guard.claim(_fresh(1)[0], now + TTL, now)  # connects (and reads a cluster's slot map)
+        await guard.begin(_since_a_minute_ago())  # connects (and reads a cluster's slot map)
         began = time.perf_counter_ns()
         await asyncio.gather(*(claimer(ids[index::ASYNC_CONCURRENCY]) for index in range(ASYNC_CONCURRENCY)))
         seconds = (time.perf_counter_ns() - began) / 1e9
@@ -514,6 +523,7 @@ def measure_claims(count: int, *, progress: Callable[[str], None] = lambda line:
         try:
             with start() as (url, options):
                 guard = RedisGuard.from_url(url, timeout=_CLAIM_TIMEOUT, namespace="bench-claims", **options)
+                guard.begin(_since_a_minute_ago())
                 try:
                     setup_rows = [_time_sync_claims(guard, setup, count)]
                 finally:

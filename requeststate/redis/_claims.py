@@ -43,14 +43,7 @@ __all__ = ["CLAIM_SCRIPT", "ERRORS", "Claim", "Claims", "Outcome", "log"]
 log: Final = logging.getLogger("requeststate.redis")
 
 CLAIM_SCRIPT: Final = """
-local server = redis.call('INFO', 'server')
-local run_id = string.match(server, 'run_id:(%x+)')
-if ARGV[6] ~= '1' then
-  local policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w-]+)')
-  if string.sub(policy, 1, 8) == 'allkeys-' then
-    return {'evicts', policy, 0}
-  end
-end
+local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 local now, skew = tonumber(ARGV[3]), tonumber(ARGV[4])
 local since, created = nil, 0
 local marker = redis.call('ZRANGEBYSCORE', KEYS[1], '+inf', '+inf', 'LIMIT', 0, 1)[1]
@@ -63,6 +56,12 @@ if marker then
   end
 end
 if not since then
+  if ARGV[6] ~= '1' then
+    local policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w-]+)')
+    if string.sub(policy, 1, 8) == 'allkeys-' then
+      return {'evicts', policy, 0}
+    end
+  end
   since, created = now, 1
   redis.call('ZADD', KEYS[1], '+inf', 'marker:' .. run_id .. ':' .. string.format('%d', now))
 end
@@ -81,8 +80,10 @@ return {'claimed', since, created}
 """
 """KEYS: the sorted set of claims. ARGV: the id's member ('' to write only the marker), the
 token's expiry (its ``exp`` plus the verifier's leeway), the verifier's now, ``clock_skew``,
-when the token was minted, and '1' if eviction is allowed. The answer: the outcome, when the
-set's memory began (or the eviction policy), and 1 if this call began it."""
+when the token was minted, and '1' if eviction is allowed. The policy is read when a marker is to
+be written: a policy that evicts claims evicts the marker with them (they are one key), so the
+next claim reads it. The answer: the outcome, when the set's memory began (or the eviction
+policy), and 1 if this call began it."""
 
 # Every error redis-py raises: its cluster client's own, and two more that are no RedisError
 # (a pool after a fork deadlocked; a cluster policy misconfigured), which fail closed too.
