@@ -47,7 +47,7 @@ from typing import Any, Final
 import redis
 
 import requeststate as rs
-from requeststate._token_id import TOKEN_ID_RANDOM_BYTES, new_token_id
+from requeststate._token_id import TOKEN_ID_BYTES, claim_id
 from requeststate.redis import AsyncRedisGuard, RedisGuard
 from scripts import redis_servers
 from scripts.redis_servers import RedisUnavailable
@@ -446,9 +446,9 @@ def _claim_row(setup: str, path: str, seconds: float, latencies_ns: list[int]) -
 
 
 def _fresh(count: int) -> list[str]:
-    """Ids of tokens minted now, as ``Codec.encode`` writes them."""
+    """What a ``Codec`` claims for tokens minted now."""
     now = int(time.time())
-    return [new_token_id(now, os.urandom(TOKEN_ID_RANDOM_BYTES)) for _ in range(count)]
+    return [str(claim_id(os.urandom(TOKEN_ID_BYTES).hex(), now)) for _ in range(count)]
 
 
 def _since_a_minute_ago() -> int:

@@ -71,7 +71,12 @@ def _guard() -> rs.Guard:
         return rs.MemoryGuard()  # one process: its ids are not seen by other workers
     from requeststate.redis import RedisGuard  # the redis extra
 
-    return RedisGuard.from_url(url)  # shared by every worker; run off the event loop by protect()
+    guard = RedisGuard.from_url(url)  # shared by every worker; run off the event loop by protect()
+    try:
+        guard.begin()  # at start: a new Redis accepts the first tokens minted
+    except rs.GuardUnavailable as error:
+        raise SystemExit(f"REDIS_URL: {error}") from None
+    return guard
 
 
 def build_server(port: int) -> MCPServer:

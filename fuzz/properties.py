@@ -35,8 +35,8 @@ import msgspec
 
 import requeststate as rs
 from requeststate._envelope import seal_token
-from requeststate._token_id import TOKEN_ID_RANDOM_BYTES, new_token_id
 from requeststate._modes import wire_modes
+from requeststate._token_id import TOKEN_ID_BYTES
 from tests.support import reference
 
 __all__ = [
@@ -150,9 +150,10 @@ def mint(
     draws them from the CSPRNG.
     """
     [wire] = wire_modes(mode)[1]
-    random = hashlib.shake_256(b"fuzz urandom" + seed).digest(wire.nonce_bytes + TOKEN_ID_RANDOM_BYTES)
-    nonce, token_id = random[: wire.nonce_bytes], new_token_id(NOW, random[wire.nonce_bytes :])
-    token = seal_token(state, wire, ring, subject, tool, NOW + TTL, nonce, token_id, rs.DEFAULT_MAX_TOKEN_BYTES)
+    random = hashlib.shake_256(b"fuzz urandom" + seed).digest(wire.nonce_bytes + TOKEN_ID_BYTES)
+    nonce, token_id = random[: wire.nonce_bytes], random[wire.nonce_bytes :].hex()
+    size = rs.DEFAULT_MAX_TOKEN_BYTES
+    token = seal_token(state, wire, ring, subject, tool, NOW + TTL, nonce, token_id, NOW, size)
     return token, Minted(mode, subject, tool, state, NOW + TTL)
 
 

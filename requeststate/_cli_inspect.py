@@ -24,6 +24,7 @@ from ._encrypted import AeadMode
 from ._errors import InvalidToken, Reason
 from ._keys import KeyRing
 from ._modes import Mode, mode_of, wire_modes
+from ._token_id import claim_id
 
 __all__ = ["add_inspect", "run_inspect"]
 
@@ -134,7 +135,7 @@ def _read_unverified(token: str, prefix: str, mode: Mode) -> Inspection:
         prefix,
         mode,
         exp=fields.get("exp"),
-        token_id=fields.get("id"),
+        token_id=_claimed(fields.get("id"), fields.get("iat")),
         state=fields.get("s"),
         payload=shown,
     )
@@ -232,6 +233,13 @@ def _when(exp: object, now: int) -> str:
     left = exp - now
     stamp = _utc(exp) or "beyond the calendar"
     return f"{stamp} (unix {exp}), " + (f"{left} s left" if left >= 0 else f"expired {-left} s ago")
+
+
+def _claimed(token_id: object, minted: object) -> object:
+    """What a guard would claim for an unverified payload's ``id`` and ``iat``, as for a verified one."""
+    if isinstance(token_id, str) and isinstance(minted, int) and not isinstance(minted, bool):
+        return claim_id(token_id, minted)
+    return token_id
 
 
 def _print_claims(exp: object, token_id: object, now: int) -> None:

@@ -15,7 +15,7 @@ from ._metrics import Counts
 from ._modes import Mode, Modes, modes_from_env, wire_modes
 from ._options import DEFAULT_TTL, CodecOptions, check_options, guard_is_async, now_from, ttl_from_env
 from ._payload import T, read_state
-from ._token_id import TOKEN_ID_RANDOM_BYTES, new_token_id
+from ._token_id import TOKEN_ID_BYTES, claim_id
 
 __all__ = ["Codec", "decode", "encode", "verify"]
 
@@ -43,6 +43,7 @@ class Codec:
         tell_lifetime(self._guard, self._ttl + self._leeway)
         # One read of the CSPRNG per token: the minting mode's nonce, then the token id's random bits.
         self._nonce_bytes: Final = self._wires[0].nonce_bytes
+        self._random_bytes: Final = self._nonce_bytes + TOKEN_ID_BYTES
 
     @classmethod
     def from_env(
@@ -118,11 +119,11 @@ class Codec:
             KeyBudgetExhausted: the minting key has sealed its AES-GCM limit.
         """
         minted = now_from(now, self._clock)
-        random = os.urandom(self._nonce_bytes + TOKEN_ID_RANDOM_BYTES)
-        nonce, token_id = random[: self._nonce_bytes], new_token_id(minted, random[self._nonce_bytes :])
+        random = os.urandom(self._random_bytes)
+        nonce, token_id = random[: self._nonce_bytes], random[self._nonce_bytes :].hex()
         exp = minted + self._ttl
         token = seal_token(
-            state, self._wires[0], self._keys, subject, tool, exp, nonce, token_id, self._max_bytes
+            state, self._wires[0], self._keys, subject, tool, exp, nonce, token_id, minted, self._max_bytes
         )
         if self._counts is not None:
             self._counts.minted()
@@ -141,7 +142,7 @@ class Codec:
             )
             state = payload.s if type is None else read_state(payload.s, type)
             if self._guard is not None:
-                claim(self._guard, payload.id, payload.exp + self._leeway, now)
+                claim(self._guard, claim_id(payload.id, payload.iat), payload.exp + self._leeway, now)
         except InvalidToken as refused:
             if self._counts is not None:
                 self._counts.refused(refused.reason)
@@ -218,7 +219,7 @@ class Codec:
             )
             state = payload.s if type is None else read_state(payload.s, type)
             if self._guard is not None:
-                await aclaim(self._guard, payload.id, payload.exp + self._leeway, now)
+                await aclaim(self._guard, claim_id(payload.id, payload.iat), payload.exp + self._leeway, now)
         except InvalidToken as refused:
             if self._counts is not None:
                 self._counts.refused(refused.reason)

@@ -36,13 +36,15 @@ def seal_token(
     exp: int,
     nonce: bytes,
     token_id: str,
+    minted: int,
     max_bytes: int,
 ) -> str:
     """``state`` as a token of ``wire``'s format, minted by the first key of ``keys``, valid until ``exp``.
 
     ``state`` is a ``str``, carried as is, or a value msgspec encodes, carried
     as its JSON text. ``nonce``: ``wire.nonce_bytes`` from a CSPRNG (none for
-    ``v1.``); ``token_id``: the id a replay guard claims (``_token_id``).
+    ``v1.``); ``token_id`` and ``minted`` (the token's ``id`` and ``iat``): what a
+    replay guard claims (``_token_id``).
 
     Raises:
         TypeError, ValueError: an identity that cannot be bound, a state that
@@ -53,7 +55,7 @@ def seal_token(
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
     text = state if isinstance(state, str) else _encode_json(state).decode("utf-8")
     minting = keys.bound(subject, tool)[0]
-    token = wire.seal(build_payload(text, exp, minting.bind_tag, token_id), minting, nonce)
+    token = wire.seal(build_payload(text, exp, minting.bind_tag, token_id, minted), minting, nonce)
     if len(token) > max_bytes:
         raise ValueError(f"the token would be {len(token)} bytes, over max_token_bytes={max_bytes}")
     return token

@@ -1,4 +1,4 @@
-"""The payload every mode carries, ``{s, exp, b, id}``: writing it, and reading it once it authenticated."""
+"""The payload every mode carries, ``{s, exp, b, id, iat}``: writing it, and reading it once authenticated."""
 
 from __future__ import annotations
 
@@ -31,10 +31,11 @@ levels deep (RecursionError) while 3.13 accepts it.
 
 
 class Payload(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
-    """The signed or sealed claims. Field order is the wire order: s, exp, b, id.
+    """The signed or sealed claims. Field order is the wire order: s, exp, b, id, iat.
 
-    ``id`` is our extension (mcp.d ignores it): a unique token id that a replay
-    guard claims. Tokens from other writers may lack it.
+    ``id`` and ``iat`` are our extensions (mcp.d ignores them): a unique token id,
+    and the unix second the token was minted, which a replay guard claims together
+    (``_token_id``). Tokens from other writers may lack them.
     """
 
     s: str
@@ -43,19 +44,22 @@ class Payload(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     # wrong_binding (a pattern here would triple the cost of parsing every token).
     b: Annotated[str, msgspec.Meta(min_length=64, max_length=64)]
     id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    iat: Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)] | None = None
 
 
 _encode_payload: Final = msgspec.json.Encoder().encode
 _decode_payload: Final = msgspec.json.Decoder(Payload).decode
 
 
-def build_payload(state: str, exp: int, bind_tag: str, token_id: str | None = None) -> bytes:
+def build_payload(
+    state: str, exp: int, bind_tag: str, token_id: str | None = None, minted: int | None = None
+) -> bytes:
     """Compact UTF-8 JSON of the claims, as every writer emits them.
 
     Raises ``ValueError`` for a state that is not valid Unicode (a lone surrogate).
     """
     try:
-        return _encode_payload(Payload(state, exp, bind_tag, token_id))
+        return _encode_payload(Payload(state, exp, bind_tag, token_id, minted))
     except UnicodeEncodeError:
         raise ValueError("state must be valid Unicode (no lone surrogates)") from None
 
@@ -65,8 +69,9 @@ def parse_payload(authenticated: bytes) -> Payload:
 
     A UTF-8 JSON object with ``s`` a string, ``exp`` a signed 64-bit JSON
     integer, ``b`` 64 characters, ``id`` (if present) a string of 1 to 64
-    characters, no member name twice, and no nesting past ``MAX_JSON_DEPTH``;
-    other members are ignored. ``b`` is checked against the bind tag later.
+    characters, ``iat`` (if present) a signed 64-bit JSON integer, no member
+    name twice, and no nesting past ``MAX_JSON_DEPTH``; other members are
+    ignored. ``b`` is checked against the bind tag later.
 
     Raises:
         InvalidToken: ``malformed``.

@@ -379,7 +379,7 @@ def run(topology: str, seconds: float, workers: int, seed: int, say: Callable[[s
         shared: Any = context.Queue(maxsize=2_000)
         history: Any = context.Queue()
         began = time.time()
-        deadline = began + seconds + 2  # the workers' start-up
+        deadline = began + seconds + 2 + DEFAULT_CLOCK_SKEW  # the workers' start-up
         processes = [
             context.Process(
                 target=_worker,
@@ -400,7 +400,7 @@ def run(topology: str, seconds: float, workers: int, seed: int, say: Callable[[s
         for process in processes:
             process.start()
         faults: list[Fault] = []
-        time.sleep(3)
+        time.sleep(3 + DEFAULT_CLOCK_SKEW)  # the workers begin Redis's memory, and serve once it accepts
         kinds = FAULTS[topology]
         while time.time() + 6 < deadline:
             kind = chance.choice(kinds)
@@ -412,7 +412,9 @@ def run(topology: str, seconds: float, workers: int, seed: int, say: Callable[[s
             fault.ended = time.time()
             faults.append(fault)
             say(f"  {topology}: {kind} at +{fault.began - began:.1f} s ({fault.ended - fault.began:.1f} s)")
-            time.sleep(chance.uniform(2.0, 4.0))
+            # Apart by more than the window a loss opens (clock_skew), so that each loss's resume
+            # time is its own; now and then sooner, so that faults also overlap.
+            time.sleep(chance.uniform(2.0, 3.0 * DEFAULT_CLOCK_SKEW))
         records: list[Redemption] = []
         for _ in processes:
             records += history.get(timeout=60)

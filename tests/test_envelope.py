@@ -16,6 +16,7 @@ RING = rs.KeyRing(SECRET)
 SIGNED, ENCRYPTED, XCHACHA = wire_modes(tuple(rs.Mode))[1]
 WIRES = {rs.Mode.SIGNED: SIGNED, rs.Mode.ENCRYPTED: ENCRYPTED, rs.Mode.XCHACHA: XCHACHA}
 TOKEN_ID = bytes(range(0xE0, 0xF0)).hex()
+MINTED = NOW - 300
 MAX = rs.DEFAULT_MAX_TOKEN_BYTES
 
 
@@ -26,7 +27,7 @@ def nonce_for(wire: WireMode) -> bytes:
 def seal(
     wire: WireMode, state: object = "state", subject: object = "alice", tool: object = "book", exp: int = NOW
 ) -> str:
-    return seal_token(state, wire, RING, subject, tool, exp, nonce_for(wire), TOKEN_ID, MAX)
+    return seal_token(state, wire, RING, subject, tool, exp, nonce_for(wire), TOKEN_ID, MINTED, MAX)
 
 
 def opened(
@@ -64,7 +65,7 @@ def reason(token: object, **options: object) -> rs.Reason:
 def test_seal_is_the_reference_token_for_the_given_randomness(mode: rs.Mode) -> None:
     wire = WIRES[mode]
     expected = ref.token(
-        mode, SECRET, "state", NOW, "alice", "book", bytes(range(wire.nonce_bytes)), TOKEN_ID
+        mode, SECRET, "state", NOW, "alice", "book", bytes(range(wire.nonce_bytes)), TOKEN_ID, MINTED
     )
     assert seal(wire) == expected
 
@@ -76,8 +77,10 @@ def test_seal_carries_a_value_that_is_not_a_str_as_its_json_text(mode: rs.Mode) 
 
 
 def test_seal_mints_with_the_first_key_of_the_ring() -> None:
-    token = seal_token("state", SIGNED, rs.KeyRing(OTHER_SECRET, SECRET), "", None, NOW, b"", TOKEN_ID, MAX)
-    assert token == ref.token("signed", OTHER_SECRET, "state", NOW, "", None, b"", TOKEN_ID)
+    token = seal_token(
+        "state", SIGNED, rs.KeyRing(OTHER_SECRET, SECRET), "", None, NOW, b"", TOKEN_ID, MINTED, MAX
+    )
+    assert token == ref.token("signed", OTHER_SECRET, "state", NOW, "", None, b"", TOKEN_ID, MINTED)
 
 
 def test_seal_accepts_an_exp_of_int64_max() -> None:
@@ -91,11 +94,11 @@ def test_seal_refuses_an_exp_past_int64() -> None:
 
 def test_seal_refuses_a_token_over_the_limit_saying_by_how_much() -> None:
     size = len(seal(SIGNED))
-    assert len(seal_token("state", SIGNED, RING, "alice", "book", NOW, b"", TOKEN_ID, size)) == size
+    assert len(seal_token("state", SIGNED, RING, "alice", "book", NOW, b"", TOKEN_ID, MINTED, size)) == size
     with pytest.raises(
         ValueError, match=rf"^the token would be {size} bytes, over max_token_bytes={size - 1}$"
     ):
-        seal_token("state", SIGNED, RING, "alice", "book", NOW, b"", TOKEN_ID, size - 1)
+        seal_token("state", SIGNED, RING, "alice", "book", NOW, b"", TOKEN_ID, MINTED, size - 1)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +120,7 @@ def test_seal_refuses_an_identity_that_cannot_be_bound(
 def test_open_returns_the_payload_and_the_mode_the_token_is_in(mode: rs.Mode) -> None:
     payload, wire = opened(seal(WIRES[mode]))
     assert (payload, wire) == (
-        Payload("state", NOW, ref.bind_tag(SECRET, "alice", "book"), TOKEN_ID),
+        Payload("state", NOW, ref.bind_tag(SECRET, "alice", "book"), TOKEN_ID, MINTED),
         WIRES[mode],
     )
 

@@ -1220,7 +1220,7 @@ def test_an_encoding_behind_a_prefix_is_opaque_and_text_after_one_is_plain_text(
 
 def test_readable_sees_json_compressed_and_signed_payloads() -> None:
     assert edits.readable(SEALED) is None
-    assert edits.readable(SIGNED) == "part 2 of 3: base64url(JSON), an object (keys: b, exp, id, s)"
+    assert edits.readable(SIGNED) == "part 2 of 3: base64url(JSON), an object (keys: b, exp, iat, id, s)"
     assert edits.readable('{"step":1}') == "JSON, an object (keys: step)"
     assert edits.readable(LAYERED["base64url(zlib(JSON))"]) == (
         "base64url(zlib(JSON)), an object (keys: price, restaurant, step)"

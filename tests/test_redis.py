@@ -16,6 +16,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -1226,3 +1227,23 @@ def test_the_claim_of_an_id_with_a_lone_surrogate_is_still_a_hash() -> None:
 def test_a_cluster_guard_spreads_ids_over_1024_buckets_by_their_digest() -> None:
     digest = hashlib.sha256(ID.encode()).hexdigest()
     assert claim_location("ns", ID, 1024) == (f"ns:claims:{int(digest[:8], 16) % 1024}", digest)
+
+
+def test_the_acl_the_docs_give_is_enough_to_begin_claim_and_refuse_a_replay(server: Server) -> None:
+    # The ACL line of docs/replay-guards.md, for a user of its own and the namespace "myapp".
+    docs = (Path(__file__).parent.parent / "docs" / "replay-guards.md").read_text()
+    (line,) = [line for line in docs.splitlines() if line.startswith("ACL SETUSER guard ")]
+    user, password = f"guard-{uuid.uuid4().hex}", uuid.uuid4().hex
+    rules = line.split()[3:]
+    assert rules[:2] == ["on", ">secret"]
+    server.execute("ACL", "SETUSER", user, "on", f">{password}", *rules[2:])
+    url = server.url.replace("redis://", f"redis://{user}:{password}@")
+    guard = RedisGuard.from_url(url, namespace="myapp", timeout=PATIENT_SECONDS)
+    try:
+        guard.begin(BEGUN)
+        token_id = minted(NOW)
+        claims = [guard.claim(token_id, NOW + 300, NOW), guard.claim(token_id, NOW + 300, NOW)]
+    finally:
+        guard.close()
+        server.execute("ACL", "DELUSER", user)
+    assert claims == [True, False]

@@ -56,6 +56,7 @@ def test_reference_still_writes_the_valid_vector(vector: dict[str, Any]) -> None
         vector["tool"],
         bytes.fromhex(vector["nonce"]),
         vector["id"],
+        vector["iat"],
     )
     assert token == vector["token"]
 
@@ -72,6 +73,7 @@ def test_package_writes_the_valid_vector(vector: dict[str, Any]) -> None:
         vector["exp"],
         bytes.fromhex(vector["nonce"]),
         vector["id"],
+        vector["iat"],
         rs.DEFAULT_MAX_TOKEN_BYTES,
     )
     assert token == vector["token"]

@@ -7,6 +7,7 @@ server must be Redis 6.2 or later):
 from requeststate.redis import RedisGuard
 
 guard = RedisGuard.from_url("redis://127.0.0.1:6379/0")  # 250 ms timeouts
+guard.begin()  # at start, before minting
 state = rs.decode(token, keys, mode="encrypted", subject=user, guard=guard)
 ```
 
@@ -14,35 +15,24 @@ A guard works with one Redis (`redis.Redis`), a Redis Cluster
 (`redis.cluster.RedisCluster`: `from_url(url, cluster=True)`), and a master
 with replicas; docs/replay-guards.md says how to build a guard for each.
 
-Each claim is one Lua script, atomic on the server: `SET key 1 NX EX seconds`,
-so that however many processes redeem the same token at once, exactly one
-wins, and a read of the store's marker (below). The key is
-`namespace + ":" + sha256(token_id)` in hex: token ids never reach Redis, and
-every key has the same length. Its lifetime is relative, computed from the
-verifier's clock (`expires_at - now + 1` seconds), never an absolute time that
-Redis would judge by its own clock: a verifier whose clock is behind Redis's
-would write an expiry Redis already sees as past, and the key would vanish at
-once. The extra second keeps the id claimed through the whole of second
-`expires_at`, whatever fraction of second `now` had gone by.
+Each claim is one Lua script, atomic on the server, on a sorted set of claims
+(one on a single Redis, 1,024 spread over a cluster's masters): the SHA-256 of
+the token id, scored by the token's expiry, added unless it is there, so that
+however many processes redeem the same token at once, exactly one wins. Token
+ids never reach Redis. Nothing carries a Redis expiry: a claim is removed once
+its token expired `clock_skew` seconds ago on a verifier's clock, so Redis's
+clock plays no part, and two verifiers whose clocks differ by up to
+`clock_skew` never both accept a token.
 
-Replication is asynchronous: a master that acknowledges a claim and dies
-before a replica copies it leaves the promoted replica without the claim.
-`replicas=N` closes that window: the claim counts only once `N` replicas
-acknowledged it (`WAIT N timeout` on the connection that wrote it); the
-claim's own answer is read first, so a replay is refused however `WAIT` ends,
-and a first claim that `WAIT` did not confirm fails closed with
-`GuardUnavailable`.
-
-Redis can also forget every claim at once: a restart without persistence,
-`FLUSHALL`, a failover to an empty replica. Each claim reads a marker that
-lives with the claims (one per hash slot in a cluster); a guard that finds the
-marker it saw gone or replaced refuses every token that may have been redeemed
-before the loss (those that expire within `max_token_lifetime` of the new
-marker's creation), logs one warning, and records the refusal in the marker for
-the other processes. A process that never saw the store cannot tell a new Redis
-from one that forgot (docs/replay-guards.md says what that leaves open).
-`max_token_lifetime` (default 360 s) must cover the codecs' `ttl + leeway`: a
-`Codec` refuses a guard that would refuse its tokens.
+Redis can forget (a restart, with or without a snapshot; `FLUSHALL`; a
+failover; an eviction). Each set holds a marker that names the server process
+holding it (`run_id`) and when its memory began; a marker that is missing or
+another server's is written anew, and every token minted before that time
+plus `clock_skew` (token ids tell when they were minted) is refused: it may
+have been redeemed before. No process has to remember anything, so a process
+started after the loss, or a fleet restarted with its Redis, refuses every
+replay, and a flow started after the loss works at once. `begin()` writes the
+markers at start, so that a new Redis accepts the first tokens.
 
 A guard fails closed: `claim` raises `GuardUnavailable` and the token is
 refused whenever it cannot tell. `fail_open=True` accepts tokens unchecked,
@@ -55,7 +45,9 @@ answer is obeyed, an error reply included (`-LOADING`, `-OOM`, `-READONLY`,
 configuration to fix or a claim not made durable, not an outage to ride out.
 Build your own client with `socket_timeout` and `socket_connect_timeout`
 (`from_url` does), and without retries, or a claim may wait for redis-py's
-defaults (seconds, with retries and backoff).
+defaults (seconds, with retries and backoff). A Redis whose `maxmemory-policy`
+may evict claims (`allkeys-*`) is refused unless `allow_eviction=True`.
+`replicas=N` makes each claim wait until `N` replicas acknowledged it.
 """
 
 from __future__ import annotations

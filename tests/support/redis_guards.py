@@ -11,7 +11,7 @@ import os
 from typing import Any, Protocol
 
 from requeststate import GuardUnavailable
-from requeststate._token_id import TOKEN_ID_RANDOM_BYTES, new_token_id
+from requeststate._token_id import TOKEN_ID_BYTES, claim_id
 from requeststate.redis import DEFAULT_CLOCK_SKEW, AsyncRedisGuard, RedisGuard
 
 __all__ = ["FLAVOURS", "AsyncOnALoop", "Claimer", "build", "lost", "minted", "outcome"]
@@ -63,8 +63,10 @@ def outcome(guard: Claimer, token_id: str, expires_at: int, now: int) -> bool | 
 
 
 def minted(at: int) -> str:
-    """A fresh token id, as ``Codec.encode`` writes it for a token minted at unix second ``at``."""
-    return new_token_id(at, os.urandom(TOKEN_ID_RANDOM_BYTES))
+    """What a ``Codec`` claims for a fresh token minted at unix second ``at``."""
+    dated = claim_id(os.urandom(TOKEN_ID_BYTES).hex(), at)
+    assert dated is not None
+    return dated
 
 
 def lost(minted_at: int, since: int, skew: int = DEFAULT_CLOCK_SKEW) -> str:

@@ -44,10 +44,12 @@ def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
 
 
-def payload(state: str, exp: int, tag: str, token_id: str | None = None) -> bytes:
+def payload(state: str, exp: int, tag: str, token_id: str | None = None, minted: int | None = None) -> bytes:
     members: dict[str, object] = {"s": state, "exp": exp, "b": tag}
     if token_id is not None:
         members["id"] = token_id
+    if minted is not None:
+        members["iat"] = minted
     return json.dumps(members, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -77,9 +79,10 @@ def token(
     tool: str | None,
     nonce: bytes,
     token_id: str | None = None,
+    minted: int | None = None,
 ) -> str:
     tag = bind_tag(secret, subject, tool)
-    raw_payload = payload(state, exp, tag, token_id)
+    raw_payload = payload(state, exp, tag, token_id, minted)
     if mode == "signed":
         return signed_token(secret, raw_payload)
     if mode == "xchacha":

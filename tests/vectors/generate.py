@@ -21,9 +21,9 @@ OTHER_SECRET = bytes(range(32, 64))
 NONCE = bytes(range(0xA0, 0xAC))
 XNONCE = bytes(range(0xC0, 0xD8))
 EXP = 2_000_000_000
-# The id requeststate writes (docs/wire-format.md, "The token id"): a UUIDv7 whose time is the mint
-# time, EXP - 300 (1999999700 s: 0x01d1a9458c20 ms), its random bits 0xe0 0xe1 ... 0xe9.
-TOKEN_ID = "01d1a945-8c20-70e1-a2e3-e4e5e6e7e8e9"
+TOKEN_ID = bytes(range(0xE0, 0xF0)).hex()
+# When requeststate's tokens were minted (their iat): EXP less the default ttl.
+MINTED = EXP - 300
 
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
@@ -63,7 +63,18 @@ def valid_vectors() -> list[dict[str, Any]]:
                                 "exp": EXP,
                                 "nonce": nonce.hex(),
                                 "id": token_id,
-                                "token": ref.token(mode, secret, state, EXP, subject, tool, nonce, token_id),
+                                "iat": MINTED if token_id else None,
+                                "token": ref.token(
+                                    mode,
+                                    secret,
+                                    state,
+                                    EXP,
+                                    subject,
+                                    tool,
+                                    nonce,
+                                    token_id,
+                                    MINTED if token_id else None,
+                                ),
                             }
                         )
     return vectors
@@ -174,6 +185,12 @@ def invalid_vectors() -> list[dict[str, Any]]:
         ("id empty", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":""}}'.encode()),
         ("id a number", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":7}}'.encode()),
         ("id of 65 characters", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":"{"A" * 65}"}}'.encode()),
+        ("iat a string", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":"x","iat":"1"}}'.encode()),
+        ("iat 1.0", f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":"x","iat":1.0}}'.encode()),
+        (
+            "iat past 2**63-1",
+            f'{{"s":"x","exp":{exp_text},"b":"{tag}","id":"x","iat":9223372036854775808}}'.encode(),
+        ),
     ]
     for name, raw in bad_payloads:
         add(f"signed, {name}", payload_rule, _signed_over(raw), "malformed")
