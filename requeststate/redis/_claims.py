@@ -57,7 +57,7 @@ if marker then
 end
 if not since then
   if ARGV[6] ~= '1' then
-    local policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w-]+)')
+    local policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w-]+)') or ''
     if string.sub(policy, 1, 8) == 'allkeys-' then
       return {'evicts', policy, 0}
     end
@@ -82,7 +82,8 @@ return {'claimed', since, created}
 token's expiry (its ``exp`` plus the verifier's leeway), the verifier's now, ``clock_skew``,
 when the token was minted, and '1' if eviction is allowed. The policy is read when a marker is to
 be written: a policy that evicts claims evicts the marker with them (they are one key), so the
-next claim reads it. The answer: the outcome, when the set's memory began (or the eviction
+next claim reads it; a Redis that does not show its policy is not refused, as an eviction is seen
+all the same. The answer: the outcome, when the set's memory began (or the eviction
 policy), and 1 if this call began it."""
 
 # Every error redis-py raises: its cluster client's own, and two more that are no RedisError
