@@ -11,6 +11,7 @@ Names and attributes: docs/metrics.md.
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Mapping
 from functools import cache
 from typing import Final, Protocol, final
@@ -21,6 +22,8 @@ from ._modes import MODE_BY_PREFIX, Mode
 __all__ = ["Counts", "Meter", "default_meter"]
 
 _GUARD_REASONS: Final = frozenset({Reason.REPLAYED, Reason.GUARD_UNAVAILABLE})
+# Held for ever by the first count that fails: one log line per process, however many fail.
+_FIRST_DROP: Final = threading.Lock()
 
 
 class Counter(Protocol):
@@ -90,17 +93,36 @@ class Counts:
 
     def minted(self) -> None:
         """Count a token minted."""
-        self._minted.add(1, self._minting)
+        _add(self._minted, self._minting)
 
     def accepted(self, prefix: str, claimed: bool) -> None:
         """Count a token of the mode of ``prefix`` accepted; ``claimed``: a replay guard claimed its id."""
-        self._accepted.add(1, self._by_prefix[prefix])
+        _add(self._accepted, self._by_prefix[prefix])
         if claimed:
-            self._claims.add(1, self._by_prefix[prefix])
+            _add(self._claims, self._by_prefix[prefix])
 
     def refused(self, reason: Reason) -> None:
         """Count a token refused for ``reason``."""
         attributes = self._by_reason[reason]
-        self._refused.add(1, attributes)
+        _add(self._refused, attributes)
         if reason in _GUARD_REASONS:
-            self._guard_refusals.add(1, attributes)
+            _add(self._guard_refusals, attributes)
+
+
+def _add(counter: Counter, attributes: Mapping[str, str]) -> None:
+    """Count one; a count that fails is dropped, so that a broken meter never breaks a token's path.
+
+    OpenTelemetry's API never raises, but a meter of the application's own can: the
+    first failure is logged, once per process, and verification goes on.
+    """
+    try:
+        counter.add(1, attributes)
+    except Exception:  # the application's meter: whatever it raises, the token's path goes on
+        if _FIRST_DROP.acquire(blocking=False):
+            import logging  # here: a rare warning is not worth its import in every process
+
+            logging.getLogger("requeststate").warning(
+                "an OpenTelemetry counter raised: this count and every later one that fails are "
+                "dropped (logged once per process); tokens are minted and verified as before",
+                exc_info=True,
+            )

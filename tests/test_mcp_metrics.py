@@ -146,3 +146,19 @@ def test_by_default_the_global_provider_counts_and_metrics_none_counts_nothing()
     )
     minted = ("requeststate.tokens.minted", [("method", "tools/call"), ("mode", "encrypted")], 1)
     assert done.stdout.strip() == repr([minted])
+
+
+async def test_a_meter_whose_counts_raise_leaves_the_wire_as_it_was() -> None:
+    # Before: every mint and every refusal became -32603 under a meter whose add() raised.
+    from tests.test_metrics import BrokenMeter
+
+    boundary = Boundary(KEYS, audience="svc", metrics=BrokenMeter())  # type: ignore[arg-type]
+    token = await seal_round(boundary, CALL)
+    handed = await open_round(boundary, CALL, token)
+    with pytest.raises(MCPError) as refused:
+        await open_round(boundary, CALL, tamper(token))
+    assert (handed, refused.value.error.code, refused.value.error.message) == (
+        "s",
+        -32602,
+        "Invalid or expired requestState",
+    )

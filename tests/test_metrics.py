@@ -170,3 +170,57 @@ def test_the_global_provider_counts_once_it_is_set(script: str) -> None:
         [sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[('requeststate.tokens.accepted', 1), ('requeststate.tokens.minted', 1)]"
+
+
+class BrokenCounter:
+    def add(self, amount: int, attributes: object, /) -> None:
+        raise RuntimeError("the exporter is down")
+
+
+class BrokenMeter:
+    """A meter of the application's own, whose every count raises."""
+
+    def create_counter(self, name: str, unit: str = "", description: str = "") -> BrokenCounter:
+        return BrokenCounter()
+
+
+def test_a_meter_whose_counts_raise_never_breaks_minting_or_verifying() -> None:
+    # Before: the meter's exception escaped encode() and decode(), documented never to raise.
+    codec = rs.Codec(SECRET, mode="encrypted", metrics=BrokenMeter(), guard=rs.MemoryGuard())  # type: ignore[arg-type]
+    token = codec.encode("state", now=NOW)
+    outcomes = [codec.decode(token, now=NOW), codec.decode(token, now=NOW), codec.decode("v1e.x", now=NOW)]
+    with pytest.raises(rs.InvalidToken) as refused:
+        codec.verify(token, now=NOW)
+    assert (outcomes, refused.value.reason) == (["state", None, None], rs.Reason.REPLAYED)
+
+
+BROKEN_METER_SCRIPT = """
+import logging, os
+import requeststate as rs
+logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+
+class Counter:
+    def add(self, amount, attributes):
+        raise RuntimeError("the exporter is down")
+
+class Meter:
+    def create_counter(self, name, unit="", description=""):
+        return Counter()
+
+codec = rs.Codec(os.urandom(32), mode="signed", metrics=Meter())
+for _ in range(5):
+    assert codec.decode(codec.encode("state")) == "state"
+    assert codec.decode("v1.x") is None
+"""
+
+
+def test_counts_that_fail_are_logged_once_per_process() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BROKEN_METER_SCRIPT], capture_output=True, text=True, timeout=60, check=True
+    )
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
+    assert warnings == [
+        "WARNING requeststate: an OpenTelemetry counter raised: this count and every later one that fails "
+        "are dropped (logged once per process); tokens are minted and verified as before"
+    ]
+    assert "RuntimeError: the exporter is down" in done.stderr
