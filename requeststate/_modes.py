@@ -120,8 +120,9 @@ def modes_from_env(environ: Mapping[str, str], default: Modes, name: str = "REQU
         wire_modes(names)
     except ValueError:
         choices = ", ".join(mode.value for mode in Mode)
+        # Never the value: a secret pasted into the wrong variable would reach the log.
         raise ValueError(
-            f"{name} must name modes among {choices}, comma-separated while migrating (the first mints), "
-            f"got {text[:60]!r}: set it as {name}=encrypted, or {name}=encrypted,signed"
+            f"{name} must name modes among {choices}, comma-separated while migrating (the first mints); "
+            f"its value is none of these: set it as {name}=encrypted, or {name}=encrypted,signed"
         ) from None
     return names  # type: ignore[return-value]  # each checked above

@@ -160,9 +160,13 @@ def ttl_from_env(environ: Mapping[str, str], default: int, name: str = "REQUESTS
     text = environ.get(name, "").strip()
     if not text:
         return default
-    if not (text.isascii() and text.isdecimal() and 1 <= int(text) <= MAX_TTL):
+    # Its length first: int() of thousands of digits raises an error of its own, naming no variable.
+    if not (
+        text.isascii() and text.isdecimal() and len(text) <= len(str(MAX_TTL)) and 1 <= int(text) <= MAX_TTL
+    ):
+        # Never the value: a secret pasted into the wrong variable would reach the log.
         raise ValueError(
-            f"{name} must be whole seconds from 1 to {MAX_TTL} (a day), got {text[:20]!r}: "
+            f"{name} must be whole seconds from 1 to {MAX_TTL} (a day); its value is not: "
             f"set it as {name}=300, for five minutes"
         )
     return int(text)

@@ -96,7 +96,9 @@ def decode_secret(text: str, encoding: SecretEncoding | None) -> bytes:
     """One secret written as text; ``ValueError`` says what is wrong, never the text.
 
     ``None`` reads base64url, but refuses text another service could read
-    otherwise: a 32-byte secret in base64url is 43 characters, never 64 hex digits.
+    otherwise: standard base64, and hex digits of any length (48 hex digits read
+    as base64url are a 36-byte secret, 24 bytes as hex). Text of base64url from a
+    CSPRNG is all hex digits with a chance of (22/64)**43, about 2**-66.
     """
     if encoding is None:
         if "+" in text or "/" in text:
@@ -105,7 +107,7 @@ def decode_secret(text: str, encoding: SecretEncoding | None) -> bytes:
                 "(on the command line: --key-encoding base64) to read it so, "
                 "or use a secret from requeststate keygen"
             )
-        if len(text) >= 64 and _HEX_DIGITS.issuperset(text):
+        if text and _HEX_DIGITS.issuperset(text):
             raise ValueError(
                 "looks like hex, which base64url would misread: pass encoding='hex' "
                 "(on the command line: --key-encoding hex) to read it so, "
