@@ -108,7 +108,8 @@ class Codec:
         """Mint a token that carries ``state`` for ``ttl`` seconds, bound to ``subject`` and ``tool``.
 
         Args:
-            state: a ``str``, carried as is, or any value msgspec encodes, as its JSON text.
+            state: a ``str``, carried as is, or any value msgspec encodes, as its JSON text
+                (not ``bytes``: a ``TypeError`` says to pass the value, or its text).
             subject: the authenticated user, from the auth context (never the request); ``""``: none.
             tool: the tool, prompt or resource the state belongs to; ``None`` binds the subject alone.
             now: unix seconds to mint at; the codec's clock when ``None``.

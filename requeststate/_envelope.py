@@ -53,7 +53,17 @@ def seal_token(
     """
     if exp > INT64_MAX:
         raise ValueError("now + ttl must fit in a signed 64-bit integer")
-    text = state if isinstance(state, str) else _encode_json(state).decode("utf-8")
+    if isinstance(state, str):
+        text = state
+    elif isinstance(state, bytes | bytearray | memoryview):
+        # msgspec would carry bytes as a base64 string, and a typed decode would then refuse a
+        # genuine token: bytes here are nearly always JSON already encoded (msgspec.json.encode).
+        raise TypeError(
+            "state must be a str or a value msgspec encodes, not bytes: pass the value itself, "
+            "or its JSON text as a str (data.decode())"
+        )
+    else:
+        text = _encode_json(state).decode("utf-8")
     minting = keys.bound(subject, tool)[0]
     token = wire.seal(build_payload(text, exp, minting.bind_tag, token_id, minted), minting, nonce)
     if len(token) > max_bytes:

@@ -743,3 +743,11 @@ def test_adecode_passes_every_option_through(ring: rs.KeyRing, mode: rs.Mode) ->
     assert asyncio.run(attempt(subject="bob")) is None
     assert asyncio.run(attempt(now=NOW + 11)) is None
     assert asyncio.run(attempt(type=Booking)) is None
+
+
+@pytest.mark.parametrize("state", [b'{"step":1}', bytearray(b"{}"), memoryview(b"{}")], ids=type)
+def test_bytes_are_refused_as_a_state_saying_what_to_pass(ring: rs.KeyRing, state: object) -> None:
+    # Before: msgspec.json.encode(obj), the natural thing to pass, was carried as a base64 string,
+    # and the genuine token was then refused as wrong_type by a typed decode.
+    with pytest.raises(TypeError, match=r"^state must be a str or a value msgspec encodes, not bytes: pass"):
+        mint(ring, rs.Mode.ENCRYPTED, state)

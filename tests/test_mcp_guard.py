@@ -18,7 +18,16 @@ from mcp.server import MCPServer, Server
 import requeststate as rs
 from requeststate.mcp import Boundary, SDKCodec, protect, sdk_security, use_codec
 from requeststate.redis import RedisGuard
-from tests.support.mcp_flow import KEYS, bounded, connect, echo, echo_refused, first_round
+from tests.support.mcp_flow import (
+    KEYS,
+    bounded,
+    connect,
+    echo,
+    echo_refused,
+    first_round,
+    open_round,
+    seal_round,
+)
 from tests.support.mcp_servers import build
 
 pytestmark = pytest.mark.anyio
@@ -127,3 +136,18 @@ async def test_an_async_guard_is_awaited_and_refuses_a_second_redemption() -> No
 
     await bounded(run)
     assert guard.claims == 2
+
+
+@pytest.mark.parametrize("arguments", [[], 0, False, ""], ids=repr)
+@pytest.mark.parametrize("method", ["tools/call", "prompts/get"])
+async def test_a_request_the_sdk_refuses_for_its_arguments_claims_nothing(
+    method: str, arguments: object
+) -> None:
+    # Before: such arguments digest as {} (as in the SDK), the guard claimed the token's id, and the
+    # SDK then refused the request (-32602): the token was burnt by a request that never ran.
+    guard = AsyncMemoryGuard()
+    boundary = Boundary(KEYS, audience="svc", guard=guard)
+    token = await seal_round(boundary, {"name": "wizard", "arguments": {}}, method=method)
+    handed = await open_round(boundary, {"name": "wizard", "arguments": arguments}, token, method=method)
+    redeemed = await open_round(boundary, {"name": "wizard", "arguments": {}}, token, method=method)
+    assert (handed, guard.claims, redeemed) == (None, 1, "s")

@@ -28,6 +28,15 @@ _ROUND_FIELDS: Final = ("requestState", "inputResponses")
 _LOGGED_TARGET_CHARS: Final = 200
 
 
+def _runnable(params: Mapping[str, Any]) -> bool:
+    """Whether the SDK will run a request of these params: ``arguments``, if present, an object.
+
+    ``[]``, ``0``, ``false`` and ``""`` digest as ``{}``, as in the SDK, which then refuses them.
+    """
+    arguments = params.get("arguments")
+    return arguments is None or isinstance(arguments, Mapping)
+
+
 def _with_params(
     ctx: ServerRequestContext[Any, Any], params: dict[str, Any]
 ) -> ServerRequestContext[Any, Any]:
@@ -130,6 +139,10 @@ class Boundary:
         counts = self._counts.get(ctx.method)
         identity: tuple[str, str] | None = None
         if params is not None and params.get("requestState") is not None:
+            if not _runnable(params):
+                # The SDK refuses this request (-32602) after the boundary: redeeming its state first
+                # would burn the token of a request that never runs. It goes on without its rounds.
+                return await call_next(_with_params(ctx, _without_round(params)))
             # JSON null counts as absent, as in the SDK: dropping the field is in any client's power.
             state, identity = await self._open(ctx, params, counts)
             if state is None:
