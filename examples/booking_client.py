@@ -49,7 +49,7 @@ async def _book(args: argparse.Namespace) -> None:
         cwd=here.parent,
         env={
             name: os.environ[name]
-            for name in ("REQUESTSTATE_KEYS", "REQUESTSTATE_MODE")
+            for name in ("REQUESTSTATE_KEYS", "REQUESTSTATE_MODE", "REQUESTSTATE_TTL")
             if name in os.environ
         },
     )
