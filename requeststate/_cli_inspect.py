@@ -21,9 +21,11 @@ from ._base64 import b64decode
 from ._cli_shared import DEFAULT_KEY_ENV, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, add_key_options, read_keys
 from ._codec import verify
 from ._encrypted import AeadMode
+from ._envelope import open_token
 from ._errors import InvalidToken, Reason
 from ._keys import KeyRing
 from ._modes import Mode, mode_of, wire_modes
+from ._options import INT64_MAX, INT64_MIN
 from ._token_id import claim_id
 
 __all__ = ["add_inspect", "run_inspect"]
@@ -186,7 +188,11 @@ def _verify(token: str, mode: Mode, key_env: str, keys: KeyRing, options: Verify
     except InvalidToken as refused:
         prefix = _prefix(token)
         hint = _binding_hint(prefix, mode, refused.reason, options.subject, options.tool)
-        return Inspection(len(token), prefix, key_env=key_env, keys=keys, reason=refused.reason, hint=hint)
+        # Expired, so its MAC or tag verified and its binding held: when it expired is known.
+        exp = _expiry(token, mode, keys, subject, options) if refused.reason is Reason.EXPIRED else None
+        return Inspection(
+            len(token), prefix, key_env=key_env, keys=keys, reason=refused.reason, hint=hint, exp=exp
+        )
     return Inspection(
         len(token),
         _prefix(token),
@@ -198,6 +204,21 @@ def _verify(token: str, mode: Mode, key_env: str, keys: KeyRing, options: Verify
         token_id=claims.token_id,
         state=state,
     )
+
+
+def _expiry(token: str, mode: Mode, keys: KeyRing, subject: str, options: VerifyOptions) -> int | None:
+    """The ``exp`` of a token refused as expired: opened again with every check but the expiry's.
+
+    ``None`` if it is not this identity's: a ``v1.`` token's expiry is checked before its binding.
+    """
+    forever = INT64_MAX - INT64_MIN  # a leeway no expiry passes
+    try:
+        payload, _ = open_token(
+            token, wire_modes(mode)[1], keys, subject, options.tool, options.now, forever, len(token)
+        )
+    except InvalidToken:
+        return None
+    return payload.exp
 
 
 def _examine(token: str, key_env: str | None, keys: KeyRing | None, options: VerifyOptions) -> Inspection:
@@ -259,6 +280,8 @@ def _print_text(found: Inspection, now: int) -> None:
         print(found.unreadable, file=sys.stderr)
     elif found.reason is not None:
         print(f"REFUSED under {found.key_env}: {found.reason}")
+        if found.exp is not None:
+            print(f"expires: {_when(found.exp, now)}")
         if found.hint is not None:
             print(textwrap.fill(found.hint, width=100, initial_indent="hint:    ", subsequent_indent=" " * 9))
     elif found.verified:

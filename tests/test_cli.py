@@ -763,3 +763,23 @@ def test_inspect_escapes_control_characters_in_an_unverified_id() -> None:
     done = run("inspect", "v1." + b64(payload) + "." + b64(bytes(32)), env={"REQUESTSTATE_KEYS": ""})
     assert "\x1b" not in done.stdout
     assert 'id:      "\\u001b]0;PWNED\\u0007\\u001b[2J"' in done.stdout
+
+
+@pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
+def test_inspect_under_the_key_says_when_an_expired_token_expired(mode: rs.Mode) -> None:
+    # Before: "REFUSED ...: expired" and "exp": null, though without the key a signed token showed it.
+    args = ("inspect", token(mode), "--key-env", "TEST_KEYS", "--subject", "alice", "--tool", "book")
+    done = run(*args, "--now", str(NOW + 400), env=KEY_ENV)
+    as_json = json.loads(run(*args, "--now", str(NOW + 400), "--json", env=KEY_ENV).stdout)
+    assert (
+        "REFUSED under TEST_KEYS: expired\nexpires: 2033-05-18T03:38:20Z (unix 2000000300), expired 100 s ago"
+        in (done.stdout)
+    )
+    assert (as_json["reason"], as_json["exp"], as_json["seconds_left"]) == ("expired", NOW + 300, -100)
+
+
+def test_inspect_of_a_signed_token_expired_and_of_another_identity_shows_no_expiry() -> None:
+    # v1. checks the expiry before the binding: refused as expired, yet not this identity's token.
+    args = ("inspect", token("signed"), "--key-env", "TEST_KEYS", "--subject", "bob", "--tool", "book")
+    as_json = json.loads(run(*args, "--now", str(NOW + 400), "--json", env=KEY_ENV).stdout)
+    assert (as_json["reason"], as_json["exp"]) == ("expired", None)
