@@ -1489,3 +1489,19 @@ def test_a_server_name_with_escapes_reaches_the_terminal_escaped() -> None:
     table = in_process(server).table()
     assert "server:    evil\\x1b[31m, protocol" in table
     assert "\x1b" not in table
+
+
+def test_a_report_whose_only_fail_is_a_readable_state_says_nothing_was_accepted() -> None:
+    # Before: "the server accepted a state it should have refused", though nothing was accepted.
+    report = probe.Report(probe.Target(url="http://127.0.0.1:1/mcp"))
+    report.checks = [probe.Check("tampered", "t", "PASS", ""), probe.Check("confidential", "c", "FAIL", "")]
+    readable_only = (report.exit_code, report.summary())
+    report.checks.append(probe.Check("replayed", "r", "FAIL", ""))
+    assert readable_only == (
+        1,
+        "1 PASS, 1 FAIL, 0 INFO, 0 SKIP: no attempt was accepted, but the client can read the state",
+    )
+    assert (
+        report.summary()
+        == "1 PASS, 2 FAIL, 0 INFO, 0 SKIP: the server accepted a state it should have refused"
+    )

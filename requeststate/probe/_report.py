@@ -98,6 +98,10 @@ class Options:
     wordlists: tuple[Path, ...] = ()
 
 
+# The one check whose FAIL accepts nothing: the state is readable, not forgeable.
+_READABLE: Final = "confidential"
+
+
 @dataclass(frozen=True)
 class Check:
     """One line of the report: ``flaw`` is what a FAIL proves (empty otherwise), ``detail`` the evidence."""
@@ -150,6 +154,10 @@ class Report:
             EXIT_FAIL: "the server accepted a state it should have refused",
             EXIT_SETUP: "some checks could not complete",
         }[self.exit_code]
+        failed = {check.id for check in self.checks if check.result == "FAIL"}
+        if failed == {_READABLE}:
+            # Nothing was accepted: the one FAIL is that the client reads the state.
+            verdict = "no attempt was accepted, but the client can read the state"
         if self.exit_code == EXIT_OK and counts["WARN"]:
             verdict += ", but WARN rows prove nothing: read them"
         return f"{', '.join(shown)}: {verdict}"
