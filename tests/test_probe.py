@@ -873,6 +873,37 @@ def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
     assert int(peak_kib) <= 256 * 1024  # ru_maxrss is in KiB on Linux
 
 
+def test_a_server_flooding_stderr_costs_the_probe_neither_memory_nor_disk_nor_time() -> None:
+    # Before: the whole stderr went to a temporary file, read back whole on the timeout: 13 GB of
+    # memory, 6.5 GB of disk and 63 s under --timeout 10.
+    script = textwrap.dedent(
+        """
+        import resource, shutil, sys, tempfile, time
+        from requeststate._cli import main
+        started = time.monotonic()
+        code = main(["probe", "--timeout", "4", "--", sys.executable, "-m", "tests.support.probe_hostile",
+                     "stderr_flood"])
+        print(code, round(time.monotonic() - started, 1), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+        cwd=ROOT,
+    )
+    code, seconds, peak_kib = done.stdout.split()
+    # The timeout, and up to 6 s for the server's shutdown (docs/cli.md).
+    assert (int(code), float(seconds) <= 4 + 6 + 2, int(peak_kib) <= 256 * 1024) == (2, True, True)
+    assert "error: the probe timed out after 4 s" in done.stderr
+    assert "  | the server is busy the server is busy" in done.stderr
+    assert len(done.stderr) < 80 * 1024  # the last lines only
+
+
 # --- progress on a terminal -------------------------------------------------------------------------------
 
 

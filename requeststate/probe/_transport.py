@@ -10,6 +10,7 @@ message ends the probe with a setup error (exit 2): stdout carries the protocol.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -26,6 +27,8 @@ MAX_MESSAGE_BYTES: Final = 4 << 20
 """The largest message (a line over stdio, a response body over HTTP) the probe reads."""
 MAX_MESSAGE_VALUES: Final = 50_000
 """The most JSON values in one message, counted from above by its separators."""
+STDERR_TAIL_BYTES: Final = 64 << 10
+"""How much of a server's stderr the probe keeps: its last 64 KiB, in memory, whatever it writes."""
 _GRACE: Final = 2.0  # seconds for a server to exit once its stdin closes, then for a SIGTERM
 
 
@@ -62,8 +65,15 @@ def _message(line: bytes) -> SessionMessage:
 async def stdio(
     command: Sequence[str], env: Mapping[str, str], errlog: TextIO
 ) -> AsyncIterator[TransportStreams]:
-    """Start ``command`` and talk JSON-RPC over its stdin and stdout, one bounded line per message."""
-    process = await anyio.open_process(list(command), env=dict(env), stderr=errlog, start_new_session=True)
+    """Start ``command`` and talk JSON-RPC over its stdin and stdout, one bounded line per message.
+
+    Its stderr is read as it comes, and its last ``STDERR_TAIL_BYTES`` written to ``errlog``
+    when it is gone: a server that floods stderr costs the probe neither memory nor disk.
+    """
+    process = await anyio.open_process(
+        list(command), env=dict(env), stderr=subprocess.PIPE, start_new_session=True
+    )
+    tail = bytearray()
     incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
     broken = False
@@ -87,6 +97,13 @@ async def stdio(
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                             return  # the session is gone
 
+    async def drain_stderr() -> None:
+        assert process.stderr is not None
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for chunk in process.stderr:
+                tail.extend(chunk)
+                del tail[:-STDERR_TAIL_BYTES]
+
     async def guarded_read() -> None:
         nonlocal broken
         try:
@@ -109,6 +126,7 @@ async def stdio(
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(guarded_read)
             tasks.start_soon(write)
+            tasks.start_soon(drain_stderr)
             try:
                 yield incoming, outgoing
             finally:
@@ -118,6 +136,15 @@ async def stdio(
     finally:
         with anyio.CancelScope(shield=True):
             await _release(process)
+        errlog.write(_last_lines(bytes(tail)))
+        errlog.flush()
+
+
+def _last_lines(tail: bytes) -> str:
+    """The whole lines of a tail of stderr (the first is cut where the tail began, if it was)."""
+    if len(tail) >= STDERR_TAIL_BYTES:
+        tail = tail.partition(b"\n")[2]
+    return tail.decode("utf-8", "replace")
 
 
 async def _stop(process: Process, *, at_once: bool) -> None:

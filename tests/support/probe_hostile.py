@@ -19,7 +19,8 @@ misbehave towards the probe:
 - ``unstructured``: ``ask`` declares an output schema its results do not follow (the SDK
   refuses such a result, yet the tool completed);
 - ``parse_error``: ``ask`` refuses a state it did not mint with -32700 "Parse error", not
-  -32602 (a refusal all the same: it is sound).
+  -32602 (a refusal all the same: it is sound);
+- ``stderr_flood``: writes to stderr without end, and never answers.
 
 Any other KIND (``sound``, say) misbehaves in no way.
 """
@@ -144,7 +145,16 @@ def call_tool(kind: str, request_id: object, params: dict[str, Any], minted: set
         send({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
+def flood_stderr() -> None:
+    line = ("the server is busy " * 50 + "\n").encode()
+    chunk = line * 64
+    while True:  # until the probe ends this process
+        sys.stderr.buffer.write(chunk)
+
+
 def serve(kind: str) -> None:
+    if kind == "stderr_flood":
+        flood_stderr()
     minted: set[tuple[str, str]] = set()
     for line in sys.stdin:
         message = json.loads(line)
