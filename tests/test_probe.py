@@ -1536,3 +1536,19 @@ def test_a_report_whose_only_fail_is_a_readable_state_says_nothing_was_accepted(
         report.summary()
         == "1 PASS, 2 FAIL, 0 INFO, 0 SKIP: the server accepted a state it should have refused"
     )
+
+
+def test_an_in_process_servers_refusal_lines_go_to_the_server_log_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Before: about 100 "requestState refused" lines of the server's logger reached stderr.
+    log = io.StringIO()
+
+    async def run() -> probe.Report:
+        target = probe.Target(server=gallery.protected())
+        return await probe.probe(target, server_log=log, timeout=60)
+
+    anyio.run(run)
+    refused = [line for line in log.getvalue().splitlines() if "requestState refused" in line]
+    assert (len(refused) > 10, "requestState refused" in capsys.readouterr().err) == (True, False)
+    assert logging.getLogger("requeststate").propagate is True

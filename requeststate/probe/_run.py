@@ -147,7 +147,9 @@ async def probe(
     """Probe the server at ``target``; raises ``ProbeError`` when it cannot (exit code 2).
 
     ``timeout`` bounds the probe's own work (``TimeoutError``); the expiry check's wait comes
-    on top. ``server_log`` receives the stderr of a server spawned over stdio. ``progress``,
+    on top. ``server_log`` receives the stderr of a server spawned over stdio (its last lines),
+    or, for a server object probed in this process, the log lines of ``requeststate`` (each
+    refusal the probe provokes logs one). ``progress``,
     if given, receives a line per check as it runs, with its time. A server that breaks the
     protocol (stdout that is not JSON-RPC, a message past the probe's bounds) ends the probe
     with ``ProbeError``, never with a verdict on its state.
@@ -158,7 +160,7 @@ async def probe(
     if unreadable is not None:
         raise ProbeError(unreadable)
     try:
-        with anyio.fail_after(timeout) as scope:
+        with anyio.fail_after(timeout) as scope, _logs_to(server_log, in_process=target.server is not None):
 
             def extend(seconds: float) -> None:
                 scope.deadline += seconds
@@ -307,6 +309,25 @@ def _tail(log: TextIO) -> str:
     log.seek(0)
     lines = log.read().splitlines()[-_SERVER_LOG_LINES:]
     return "\n".join(f"  | {escape(line)}" for line in lines)
+
+
+@contextmanager
+def _logs_to(server_log: TextIO, *, in_process: bool) -> Iterator[None]:
+    """For a server in this process, the ``requeststate`` logger's lines go to ``server_log`` alone."""
+    if not in_process:
+        yield
+        return
+    logger = logging.getLogger("requeststate")
+    handler = logging.StreamHandler(server_log)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    saved = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.propagate = saved
+        logger.removeHandler(handler)
 
 
 @contextmanager
