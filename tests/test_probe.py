@@ -839,6 +839,28 @@ def test_a_result_its_own_output_schema_refuses_is_still_a_completion(
     assert report["baseline"] == "the unmodified state is accepted: the tool completed"
 
 
+def test_the_probe_declares_the_input_its_rounds_answer(
+    server_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: no client capabilities were declared, and a server that (as the TypeScript SDK's)
+    # asks only a client that declared elicitation could not be probed (exit 2).
+    code, report = probe_json(capsys, "--", *HOSTILE, "needs_elicitation")
+    assert (code, report["baseline"]) == (0, "the unmodified state is accepted: the tool completed")
+
+
+def test_a_json_rpc_error_on_the_way_to_a_first_round_is_named(
+    server_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: the error was dropped, and the message's advice (--tool, --arguments) did not help.
+    code = main(["probe", "--timeout", TIMEOUT, "--", *HOSTILE, "refuses_all"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "error: no listed tool, prompt or resource answered input-required with a requestState to "
+        "placeholder arguments; name a tool with --tool and pass --arguments JSON (the server answered "
+        "tool 'ask': JSON-RPC -32050 'Tool unavailable')\n",
+    )
+
+
 def test_a_servers_own_parse_error_is_a_refusal(server_env: None, capsys: pytest.CaptureFixture[str]) -> None:
     # Only the SDK's own -32700 (an HTTP answer it could not read) is no answer; the server's is a refusal.
     code, report = probe_json(capsys, "--", *HOSTILE, "parse_error")

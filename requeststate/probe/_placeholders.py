@@ -8,9 +8,11 @@ from typing import Any, Final
 
 from mcp_types import (
     CreateMessageRequest,
+    CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequest,
     ElicitRequestFormParams,
+    ElicitRequestParams,
     ElicitResult,
     InputRequests,
     InputResponses,
@@ -152,16 +154,41 @@ def answers(requests: InputRequests | None) -> InputResponses:
     replies: InputResponses = {}
     for key, request in (requests or {}).items():
         if isinstance(request, ElicitRequest):
-            params = request.params
-            if isinstance(params, ElicitRequestFormParams):
-                content = _object(params.requested_schema, every_property=True)
-                form = {name: value for name, value in content.items() if _form_value(value)}
-                replies[key] = ElicitResult(action="accept", content=form)
-            else:
-                replies[key] = ElicitResult(action="accept")
+            replies[key] = elicited(request.params)
         elif isinstance(request, CreateMessageRequest):
-            text = TextContent(type="text", text=PLACEHOLDER)
-            replies[key] = CreateMessageResult(role="assistant", content=text, model="requeststate-probe")
+            replies[key] = sampled()
         elif isinstance(request, ListRootsRequest):
             replies[key] = ListRootsResult(roots=[])
     return replies
+
+
+def elicited(params: ElicitRequestParams) -> ElicitResult:
+    """The answer to an elicitation: a form accepted with placeholder values, a URL accepted."""
+    if isinstance(params, ElicitRequestFormParams):
+        content = _object(params.requested_schema, every_property=True)
+        form = {name: value for name, value in content.items() if _form_value(value)}
+        return ElicitResult(action="accept", content=form)
+    return ElicitResult(action="accept")
+
+
+def sampled() -> CreateMessageResult:
+    """The answer to a sampling request: one placeholder message."""
+    text = TextContent(type="text", text=PLACEHOLDER)
+    return CreateMessageResult(role="assistant", content=text, model="requeststate-probe")
+
+
+# The same answers as callbacks: the client's capabilities follow the callbacks it is given, and a
+# server refuses to ask a client for what it did not declare (the TypeScript SDK answers -32021).
+async def elicitation_callback(context: object, params: ElicitRequestParams) -> ElicitResult:
+    """``Client(elicitation_callback=...)``: declares elicitation, answered as ``elicited``."""
+    return elicited(params)
+
+
+async def sampling_callback(context: object, params: CreateMessageRequestParams) -> CreateMessageResult:
+    """``Client(sampling_callback=...)``: declares sampling, answered as ``sampled``."""
+    return sampled()
+
+
+async def list_roots_callback(context: object) -> ListRootsResult:
+    """``Client(list_roots_callback=...)``: declares roots, and lists none."""
+    return ListRootsResult(roots=[])

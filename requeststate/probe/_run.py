@@ -24,7 +24,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ._checks import run_checks
 from ._decode import parse_json, split_prefix
 from ._guess import check_wordlists
-from ._placeholders import answers
+from ._placeholders import answers, elicitation_callback, list_roots_callback, sampling_callback
 from ._plan import Plan
 from ._report import EXIT_SETUP, Options, Report, Target, escape
 from ._session import (
@@ -78,7 +78,15 @@ async def _connect(target: Target, server_log: TextIO) -> AsyncIterator[Client]:
             # included), unlike the SDK's default of a safe subset for servers an app launches.
             transport = stdio(target.command, {**os.environ, **target.env}, server_log)
         try:
-            client = await stack.enter_async_context(Client(transport, cache=None))
+            client = await stack.enter_async_context(
+                Client(
+                    transport,
+                    cache=None,
+                    elicitation_callback=elicitation_callback,
+                    sampling_callback=sampling_callback,
+                    list_roots_callback=list_roots_callback,
+                )
+            )
         except Exception as error:  # any failure to start or connect is a setup error
             denied = sorted(statuses.seen & _UNAUTHORIZED)
             if denied:
@@ -249,27 +257,38 @@ async def _find(
         if not named:
             raise ProbeError(f"the server lists no tool named {wanted!r}")
         endpoint = await attempt(session, tool_candidate(named[0], arguments))
-        if endpoint is None:
+        if not isinstance(endpoint, Endpoint):
             raise ProbeError(
                 f"tool {wanted!r} answered no input-required with a requestState to "
                 + ("these arguments" if arguments is not None else "placeholder arguments")
                 + "; pass --arguments JSON"
+                + _answered([endpoint])
             )
         found.append(endpoint)
         pool = [c for c in pool if (c[0], c[1]) != ("tool", wanted)]
+    errors: list[str] = []
     for candidate in pool:
         if len(found) == 2:
             break
         endpoint = await attempt(session, candidate)
-        if endpoint is not None:
+        if isinstance(endpoint, Endpoint):
             found.append(endpoint)
+        else:
+            errors.append(endpoint)
     if not found:
         raise ProbeError(
             "no listed tool, prompt or resource answered input-required with a requestState"
             + (" to these arguments" if arguments is not None else " to placeholder arguments")
             + "; name a tool with --tool and pass --arguments JSON"
+            + _answered(errors)
         )
     return found[0], found[1] if len(found) == 2 else None
+
+
+def _answered(errors: list[str]) -> str:
+    """The JSON-RPC errors met on the way to a first round (the first three), for the message."""
+    named = [error for error in errors if error][:3]
+    return f" (the server answered {'; '.join(named)})" if named else ""
 
 
 def _describe_state(token: str) -> str:

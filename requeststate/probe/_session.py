@@ -304,13 +304,13 @@ async def all_tools(client: Client) -> list[Tool]:
     return await _listed(client.list_tools, "tools")
 
 
-async def attempt(session: Session, candidate: Candidate) -> Endpoint | None:
-    """Call ``candidate`` once; the ``Endpoint`` if it answers input-required with a state, else ``None``."""
+async def attempt(session: Session, candidate: Candidate) -> Endpoint | str:
+    """Call ``candidate`` once: the ``Endpoint`` if it answers input-required with a state, else its error."""
     kind, name, arguments, other = candidate
     try:
         result = await session.call_as(kind, name, arguments)
-    except MCPError:
-        return None
+    except MCPError as error:
+        return f"{kind} {name!r}: JSON-RPC {error.error.code} {error.error.message!r}"
     if isinstance(result, InputRequiredResult) and result.request_state is not None:
         return Endpoint(kind, name, arguments, result, other)
-    return None
+    return ""

@@ -20,7 +20,10 @@ misbehave towards the probe:
   refuses such a result, yet the tool completed);
 - ``parse_error``: ``ask`` refuses a state it did not mint with -32700 "Parse error", not
   -32602 (a refusal all the same: it is sound);
-- ``stderr_flood``: writes to stderr without end, and never answers.
+- ``stderr_flood``: writes to stderr without end, and never answers;
+- ``needs_elicitation``: asks its question only of a client that declares elicitation (in the
+  request's ``_meta``), as the TypeScript SDK does, and refuses any other with -32021;
+- ``refuses_all``: answers every call with -32050 "Tool unavailable".
 
 Any other KIND (``sound``, say) misbehaves in no way.
 """
@@ -121,9 +124,25 @@ def list_tools(kind: str, request_id: object, cursor: object) -> None:
     sys.stdout.flush()
 
 
+CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+
+
+def refused_up_front(kind: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The error a ``needs_elicitation`` or ``refuses_all`` server answers a call with, if any."""
+    if kind == "refuses_all":
+        return {"code": -32050, "message": "Tool unavailable"}
+    declared = (params.get("_meta") or {}).get(CLIENT_CAPABILITIES) or {}
+    if kind == "needs_elicitation" and "elicitation" not in declared:
+        return {"code": -32021, "message": "Client does not support elicitation"}
+    return None
+
+
 def call_tool(kind: str, request_id: object, params: dict[str, Any], minted: set[tuple[str, str]]) -> None:
     state, tool = params.get("requestState"), str(params.get("name"))
-    if state is None:
+    refused = refused_up_front(kind, params)
+    if refused is not None:
+        send({"jsonrpc": "2.0", "id": request_id, "error": refused})
+    elif state is None:
         made = {"deep_state": deep(DEPTH), "inflating_parts": inflating_parts()}.get(kind, "{}")
         token = f"{secrets.token_urlsafe(16)}.{made}"
         minted.add((tool, token))
