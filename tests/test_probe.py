@@ -880,7 +880,7 @@ def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
         print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         """
     )
-    kinds = ["endless_pages", "endless_line", "many_values", "deep_state", "inflating_parts"]
+    kinds = ["endless_pages", "endless_line", "many_values", "deep_state", "inflating_parts", "many_parts"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", script, *kinds],

@@ -11,8 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from ._decode import BASE64, HEX, TOKEN, b64decode, b64encode_like, hex_like, split_prefix
+
+
+MAX_PARTS: Final = 64
+"""The most dot-separated parts a token is read as; a token of more is one part of plain text.
+
+Each part is an object and a closure: 900,000 parts took 963 MB and 25 s."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ def _part(text: str) -> Part:
 def spelling(token: str) -> Spelling:
     """``token`` as the server spells it (see the module docstring)."""
     prefix, body = split_prefix(token)
-    if not TOKEN.fullmatch(body):
+    if body.count(".") >= MAX_PARTS or not TOKEN.fullmatch(body):
         return Spelling("", (_text_part(token),))
     return Spelling(prefix, tuple(_part(piece) for piece in body.split(".")))
 

@@ -20,6 +20,7 @@ misbehave towards the probe:
   refuses such a result, yet the tool completed);
 - ``parse_error``: ``ask`` refuses a state it did not mint with -32700 "Parse error", not
   -32602 (a refusal all the same: it is sound);
+- ``many_parts``: each state is 900,000 dot-separated parts of base64url (2.7 MB; sound otherwise);
 - ``stderr_flood``: writes to stderr without end, and never answers;
 - ``needs_elicitation``: asks its question only of a client that declares elicitation (in the
   request's ``_meta``), as the TypeScript SDK does, and refuses any other with -32021;
@@ -143,7 +144,11 @@ def call_tool(kind: str, request_id: object, params: dict[str, Any], minted: set
     if refused is not None:
         send({"jsonrpc": "2.0", "id": request_id, "error": refused})
     elif state is None:
-        made = {"deep_state": deep(DEPTH), "inflating_parts": inflating_parts()}.get(kind, "{}")
+        made = {
+            "deep_state": deep(DEPTH),
+            "inflating_parts": inflating_parts(),
+            "many_parts": ".".join(["QQ"] * 900_000),
+        }.get(kind, "{}")
         token = f"{secrets.token_urlsafe(16)}.{made}"
         minted.add((tool, token))
         send(
