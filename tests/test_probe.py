@@ -264,6 +264,11 @@ def test_a_sound_server_that_reads_base64_leniently_is_a_warn_saying_what_it_mea
     assert found["repadded"].result == "WARN"
     assert "The server decodes base64 leniently: its integrity is not at stake" in found["repadded"].detail
     assert "replay guard or cache keyed on the token's text" in found["repadded"].detail
+    # Before: only the first spelling that went through was named.
+    assert found["repadded"].detail.startswith(
+        "the token with '=' appended, with '==' appended, in the standard base64 alphabet (+/) and with an "
+        "unused bit of its last character set was accepted"
+    )
     assert report.exit_code == 0
 
 
@@ -1077,14 +1082,21 @@ def test_the_region_names_the_part_and_its_bytes() -> None:
     assert shape.region([12]) == "byte 2 of 32 of part 2 of 2 (base64url) after 'v1.'"
 
 
-def test_respellings_repad_and_swap_the_alphabet_after_the_prefix() -> None:
-    token = "v1e.ab-_cd"
+def test_respellings_repad_swap_the_alphabet_add_a_newline_and_set_unused_bits_after_the_prefix() -> None:
+    token = "v1e.ab-_cd.QQ"  # "QQ" spells 12 bits for 8: 4 unused, 0 in the canonical spelling
     assert spelling.respellings(token) == [
-        ("v1e.ab-_cd=", "with '=' appended"),
-        ("v1e.ab-_cd==", "with '==' appended"),
-        ("v1e.ab+/cd", "in the standard base64 alphabet (+/)"),
+        ("v1e.ab-_cd.QQ=", "with '=' appended"),
+        ("v1e.ab-_cd.QQ==", "with '==' appended"),
+        ("v1e.ab+/cd.QQ", "in the standard base64 alphabet (+/)"),
+        ("v1e.ab-_cd.Q\nQ", "with a newline before its last character"),
+        ("v1e.ab-_cd.QR", "with an unused bit of its last character set"),
     ]
-    assert [what for _, what in spelling.respellings("abcd")] == ["with '=' appended", "with '==' appended"]
+    assert base64.urlsafe_b64decode("QR==") == base64.urlsafe_b64decode("QQ==")
+    assert [what for _, what in spelling.respellings("abcd")] == [
+        "with '=' appended",
+        "with '==' appended",
+        "with a newline before its last character",
+    ]
     assert spelling.respellings('{"a":1}') == []
     assert spelling.respellings("YWI=") == []  # padded already: another padding is no longer base64
 

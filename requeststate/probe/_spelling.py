@@ -15,7 +15,6 @@ from typing import Final
 
 from ._decode import BASE64, HEX, TOKEN, b64decode, b64encode_like, hex_like, split_prefix
 
-
 MAX_PARTS: Final = 64
 """The most dot-separated parts a token is read as; a token of more is one part of plain text.
 
@@ -108,16 +107,42 @@ def spelling(token: str) -> Spelling:
     return Spelling(prefix, tuple(_part(piece) for piece in body.split(".")))
 
 
+_URL_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_STANDARD_ALPHABET: Final = _URL_ALPHABET[:62] + "+/"
+
+
 def respellings(token: str) -> list[tuple[str, str]]:
-    """The same bytes spelled another way: re-padded, or in the other base64 alphabet; each named.
+    """The same bytes spelled another way, each named: re-padded, in the other base64 alphabet,
+    with a newline inside, with the unused low bits of its last character set.
 
     A server that decodes leniently accepts these; only the text differs, not what it encodes.
     """
     body = token[len(spelling(token).prefix) :]
     if not TOKEN.fullmatch(body) or token.endswith("="):
         return []
+    head = token[: len(token) - len(body)]
     found = [(token + "=", "with '=' appended"), (token + "==", "with '==' appended")]
     other = body.translate(str.maketrans("-_", "+/"))
     if other != body:
-        found.append((token[: len(token) - len(body)] + other, "in the standard base64 alphabet (+/)"))
+        found.append((head + other, "in the standard base64 alphabet (+/)"))
+    found.append((token[:-1] + "\n" + token[-1], "with a newline before its last character"))
+    spare = _spare_bit_set(body)
+    if spare is not None:
+        found.append((head + spare, "with an unused bit of its last character set"))
     return found
+
+
+def _spare_bit_set(body: str) -> str | None:
+    """``body`` with the lowest unused bit of its last base64 character set, if it has unused bits.
+
+    A last part of 2 or 3 characters past a multiple of 4 spells 4 or 2 bits that encode nothing:
+    a canonical encoder leaves them 0, a lenient decoder ignores them.
+    """
+    last = body.rpartition(".")[2]
+    if len(last) % 4 not in (2, 3):
+        return None
+    alphabet = _STANDARD_ALPHABET if any(c in body for c in "+/") else _URL_ALPHABET
+    index = alphabet.find(body[-1])
+    if index < 0:
+        return None
+    return body[:-1] + alphabet[index ^ 1]

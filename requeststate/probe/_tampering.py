@@ -127,8 +127,9 @@ async def random_state(plan: Plan) -> Verdict:
 
 
 async def respelled(plan: Plan) -> Verdict:
-    """The same bytes in another base64 spelling: a WARN when accepted, unless nothing has integrity."""
+    """The same bytes in other base64 spellings: a WARN naming each accepted, unless nothing has integrity."""
     refusals: list[Outcome] = []
+    accepted: list[tuple[str, Outcome]] = []
     state, replies = await plan.session.fresh(plan.target)
     variants = respellings(state)
     for index in range(len(variants)):
@@ -139,21 +140,26 @@ async def respelled(plan: Plan) -> Verdict:
                 break
         candidate, what = variants[index]
         outcome = await plan.session.echo(plan.target, candidate, replies)
-        if not outcome.accepted:
+        if outcome.accepted:
+            accepted.append((what, outcome))
+        else:
             refusals.append(outcome)
-            continue
+    if accepted:
+        whats = [what for what, _ in accepted]
+        named = whats[0] if len(whats) == 1 else f"{', '.join(whats[:-1])} and {whats[-1]}"
+        detail = accepted[0][1].detail
         unprotected = [check for check in INTEGRITY if plan.results.get(check) == "FAIL"]
         if unprotected:
             first, *others = unprotected
             also = f" (see also {', '.join(others)})" if others else ""
             return "FAIL", (
-                f"the token {what} was {outcome.detail}, and the {first} row FAILed: {FLAWS[first]}{also}"
+                f"the token {named} was {detail}, and the {first} row FAILed: {FLAWS[first]}{also}"
             )
         return "WARN", (
-            f"the token {what} was {outcome.detail}. The server decodes base64 leniently: its "
+            f"the token {named} was {detail}. The server decodes base64 leniently: its "
             "integrity is not at stake (the same bytes), but a replay guard or cache keyed on the "
-            "token's text takes this copy for a new token"
+            "token's text takes each such copy for a new token"
         )
     if not refusals:
         return "SKIP", "not a base64 token, or one already padded"
-    return judge(refusals, " (re-padded, and in the other base64 alphabet)")
+    return judge(refusals, " (re-padded, in the other base64 alphabet, with a newline, with unused bits set)")
