@@ -239,10 +239,19 @@ class RedisGuard:
             key = claims.bucket_keys[0]
             return [self._script(keys=[key], args=claims.marker(key, now).args)]
         sha = client.script_load(CLAIM_SCRIPT)  # to every master
-        with client.pipeline() as batch:  # type: ignore[no-untyped-call]  # untyped in redis-py
-            for key in claims.bucket_keys:
-                batch.execute_command("EVALSHA", sha, 1, key, *claims.marker(key, now).args)
-            return batch.execute(raise_on_error=False)  # type: ignore[no-any-return]
+        # One batch per master, on its own connection: the cluster client's pipeline() warns on
+        # redis-py 6.0 (its own deprecated argument).
+        by_master: dict[str, tuple[Any, list[str]]] = {}
+        for key in claims.bucket_keys:
+            node = client.get_node_from_key(key)  # type: ignore[no-untyped-call]  # untyped in redis-py
+            by_master.setdefault(node.name, (node, []))[1].append(key)
+        replies: list[object] = []
+        for node, keys in by_master.values():
+            with client.get_redis_connection(node).pipeline(transaction=False) as batch:
+                for key in keys:
+                    batch.evalsha(sha, 1, key, *claims.marker(key, now).args)
+                replies += batch.execute(raise_on_error=False)
+        return replies
 
     def _claim_and_wait(self, claim: Claim) -> tuple[object, object]:
         """The script's reply and ``WAIT``'s (or the error in its place), sent together on one connection."""
