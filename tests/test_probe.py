@@ -349,6 +349,10 @@ def test_a_crash_on_a_bad_state_fails_the_random_row_and_passes_nothing() -> Non
     assert found["random"].detail.startswith("a random state reached the handler (a tool error (isError)")
     assert {found[c].result for c in ("bit_flip", "truncated", "extended", "repadded")} == {"WARN"}
     assert "PASS" not in {found[c].result for c in [*TAMPERING, "random", "repadded"]}
+    # What a server whose SDK cannot send -32602 from a handler can do instead.
+    assert "the handler can re-elicit instead, asking again as if no state came: that PASSes" in (
+        found["bit_flip"].detail
+    )
 
 
 def test_an_expiry_read_from_the_state_is_waited_out() -> None:

@@ -42,6 +42,13 @@ class TransportFailure(Exception):
 Kind: TypeAlias = Literal["tool", "prompt", "resource"]
 Answer: TypeAlias = CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
 
+# A server whose SDK turns every error a tool handler raises into an isError result (the TypeScript
+# SDK's McpServer) cannot answer -32602 from a handler: what it can do instead.
+_IS_ERROR_ADVICE: Final = (
+    " (where the server's SDK makes every error a handler raises a tool error, as the TypeScript "
+    "SDK's McpServer does, the handler can re-elicit instead, asking again as if no state came: "
+    "that PASSes)"
+)
 _TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
 # The SDK's HTTP client answers a request whose response body it could not read (one past the probe's
 # bounds, say) with a -32700 of its own, worded so. Any other -32700 is the server's: a refusal.
@@ -227,7 +234,9 @@ class Session:
             return Outcome(False, f"refused: {error_text(error)}")
         if isinstance(result, CallToolResult) and result.is_error:
             # Its text is left out: an error from a handler that parsed the state may quote the state.
-            return Outcome(False, "refused by a tool error (isError), not -32602", crashed=True)
+            return Outcome(
+                False, f"refused by a tool error (isError), not -32602{_IS_ERROR_ADVICE}", crashed=True
+            )
         if not isinstance(result, InputRequiredResult):
             return Outcome(True, f"accepted: {_COMPLETED[target.kind]}")
         if signature(result, loose=self.loose) == (target.restart if restart is None else restart):
