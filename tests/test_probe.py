@@ -878,6 +878,20 @@ def test_a_servers_own_parse_error_is_a_refusal(server_env: None, capsys: pytest
     assert (random["result"], random["detail"]) == ("PASS", "refused: JSON-RPC -32700 Parse error")
 
 
+def in_a_process_of_its_own(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a Python of its own (for a peak memory that is the probe's alone), from the root."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+        cwd=ROOT,
+    )
+
+
 def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
     # A process of its own, for a peak that is the probe's alone.
     script = textwrap.dedent(
@@ -890,17 +904,7 @@ def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
         """
     )
     kinds = ["endless_pages", "endless_line", "many_values", "deep_state", "inflating_parts", "many_parts"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", script, *kinds],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env=env,
-        cwd=ROOT,
-    )
-    *_, peak_kib = done.stdout.split()
+    *_, peak_kib = in_a_process_of_its_own(script, *kinds).stdout.split()
     assert int(peak_kib) <= 256 * 1024  # ru_maxrss is in KiB on Linux
 
 
@@ -917,16 +921,7 @@ def test_a_server_flooding_stderr_costs_the_probe_neither_memory_nor_disk_nor_ti
         print(code, round(time.monotonic() - started, 1), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         """
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env=env,
-        cwd=ROOT,
-    )
+    done = in_a_process_of_its_own(script)
     code, seconds, peak_kib = done.stdout.split()
     # The timeout, and up to 6 s for the server's shutdown (docs/cli.md).
     assert (int(code), float(seconds) <= 4 + 6 + 2, int(peak_kib) <= 256 * 1024) == (2, True, True)
