@@ -38,9 +38,8 @@ class RedisGuard:
     one) or a ``redis.cluster.RedisCluster``. Thread-safe (redis-py's
     connection pools are). Give the client bounded timeouts and no retries, or
     use ``from_url``: a claim waits at most as long as the client does. Use one
-    ``namespace`` per application sharing a Redis, and one guard per process
-    (it remembers what it saw of Redis, to notice when Redis forgot). Calling
-    ``close()`` closes the client.
+    ``namespace`` per application sharing a Redis, one guard per process, and
+    call ``begin()`` when the process starts. Calling ``close()`` closes the client.
 
     With ``replicas=N`` a claim counts only once ``N`` replicas acknowledged
     it, so that it survives the failover of its master. The claim and its
@@ -179,8 +178,8 @@ class RedisGuard:
                 ``replicas`` replicas acknowledged it, the token was minted
                 before Redis's memory of the claims began (plus ``clock_skew``)
                 or after ``now`` plus ``clock_skew``, Redis may evict claims,
-                or an id that does not tell its mint time lives past
-                ``max_token_lifetime`` (unless ``fail_open`` and no Redis
+                or a token that does not tell its mint time (no ``iat``) lives
+                past ``max_token_lifetime`` (unless ``fail_open`` and no Redis
                 answered: then ``True``).
             ValueError: ``expires_at`` is before ``now``.
         """
