@@ -152,7 +152,7 @@ async def test_a_meter_whose_counts_raise_leaves_the_wire_as_it_was() -> None:
     # Before: every mint and every refusal became -32603 under a meter whose add() raised.
     from tests.test_metrics import BrokenMeter
 
-    boundary = Boundary(KEYS, audience="svc", metrics=BrokenMeter())  # type: ignore[arg-type]
+    boundary = Boundary(KEYS, audience="svc", metrics=BrokenMeter())
     token = await seal_round(boundary, CALL)
     handed = await open_round(boundary, CALL, token)
     with pytest.raises(MCPError) as refused:

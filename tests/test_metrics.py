@@ -186,7 +186,7 @@ class BrokenMeter:
 
 def test_a_meter_whose_counts_raise_never_breaks_minting_or_verifying() -> None:
     # Before: the meter's exception escaped encode() and decode(), documented never to raise.
-    codec = rs.Codec(SECRET, mode="encrypted", metrics=BrokenMeter(), guard=rs.MemoryGuard())  # type: ignore[arg-type]
+    codec = rs.Codec(SECRET, mode="encrypted", metrics=BrokenMeter(), guard=rs.MemoryGuard())
     token = codec.encode("state", now=NOW)
     outcomes = [codec.decode(token, now=NOW), codec.decode(token, now=NOW), codec.decode("v1e.x", now=NOW)]
     with pytest.raises(rs.InvalidToken) as refused:
