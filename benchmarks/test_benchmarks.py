@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -115,7 +116,7 @@ def test_report_and_json_have_every_section(results: Results) -> None:
 
 
 def test_refusal_cases_are_refusals() -> None:
-    ring = rs.KeyRing(bytes(range(32)))
+    ring = rs.KeyRing(os.urandom(32))
     for mode in rs.Mode:
         cases = codec_cases(make_state(64), ring, mode, oversized=True)
         refusals = [
@@ -322,7 +323,7 @@ def test_import_time_reads_the_named_top_level_import() -> None:
 
 
 def test_each_boundary_round_hands_the_handler_the_state() -> None:
-    cases = round_cases(bytes(range(32)))
+    cases = round_cases(os.urandom(32))
     assert sorted(cases) == sorted(["SDK boundary", "protect()", 'protect(bind="mcpd")', "use_codec()"])
     assert len({case() for case in cases.values()}) == 1
 

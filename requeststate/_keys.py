@@ -23,7 +23,16 @@ from ._secrets import DECODERS, MIN_SECRET_BYTES, SecretEncoding, check_secret, 
 if TYPE_CHECKING:
     from ._xchacha import XChaCha20Poly1305
 
-__all__ = ["AESGCM_NONCE_LIMIT", "MAX_KEYS", "KeyRing", "Keys", "SubKeys", "as_key_ring", "derive_subkey"]
+__all__ = [
+    "AESGCM_NONCE_LIMIT",
+    "MAX_KEYS",
+    "KeyRing",
+    "Keys",
+    "SubKeys",
+    "as_key_ring",
+    "derive_subkey",
+    "known_answer_ring",
+]
 
 MAX_KEYS: Final = 8
 # NIST SP 800-38D, 8.3: with random 96-bit nonces, at most 2^32 encryptions per key.
@@ -176,7 +185,9 @@ class KeyRing:
         for index, secret in enumerate(material):
             if secret in material[:index]:
                 raise ValueError(f"secret {index} repeats an earlier secret")
-        warn_at = max(1, int(aesgcm_limit * aesgcm_warn_share))
+        self._hold(material, aesgcm_limit, max(1, int(aesgcm_limit * aesgcm_warn_share)))
+
+    def _hold(self, material: list[bytes], aesgcm_limit: int, warn_at: int) -> None:
         set_ = object.__setattr__
         set_(self, "_keys", tuple(SubKeys(secret, aesgcm_limit, warn_at) for secret in material))
         set_(self, "_ephemeral", False)
@@ -317,3 +328,16 @@ def as_key_ring(keys: object) -> KeyRing:
         # HKDF costs more than a token: the module functions take raw secrets per call.
         return _ring_of_secret(keys)
     raise TypeError(f"keys must be a KeyRing or bytes, not {type(keys).__name__}")
+
+
+def known_answer_ring(*secrets: bytes) -> KeyRing:
+    """A ring of ``secrets`` unchecked for weakness: for known-answer tests, never a deployment.
+
+    The test vector of docs/wire-format.md is keyed with the bytes 0x00 to 0x1f, a
+    counter, which ``KeyRing`` refuses as it refuses every evidently weak secret; the
+    vectors must still verify (tests/test_vectors.py). Private, as Fernet's
+    ``_encrypt_from_parts`` is.
+    """
+    ring = KeyRing.__new__(KeyRing)
+    ring._hold([bytes(secret) for secret in secrets], AESGCM_NONCE_LIMIT, AESGCM_NONCE_LIMIT)
+    return ring

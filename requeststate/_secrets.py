@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import binascii
+import functools
+import hashlib
+import itertools
 from collections.abc import Callable
 from typing import Final, Literal, TypeAlias
 
@@ -15,6 +18,9 @@ MIN_DISTINCT_BYTES: Final = 16
 """32 bytes from a CSPRNG hold about 30 distinct values; fewer than 16 happens
 with a probability of about 2**-54.8 (3.2e-17, counted exactly over the 256**32
 secrets), so it means the secret was not random."""
+
+COMMON_SECRETS: Final = "common_secrets.txt"
+"""The list of common secrets a ring refuses and the probe guesses: a data file of this package."""
 
 MAX_PERIOD: Final = 64
 """The longest repeated pattern looked for."""
@@ -30,7 +36,8 @@ def check_secret(index: int, secret: object) -> bytes:
 
     ``TypeError`` for a ``str`` or another type; ``ValueError`` for fewer than
     32 bytes, or bytes that are evidently not random: one byte repeated, a
-    pattern repeated, or fewer than 16 distinct bytes.
+    counter, a pattern repeated, fewer than 16 distinct bytes, or a well-known
+    secret (``common_secrets.txt``, each word's SHA-256, and that in hex).
     """
     if isinstance(secret, str):
         raise TypeError(
@@ -55,6 +62,10 @@ def _evident_weakness(secret: bytes) -> str | None:
     distinct = len(set(secret))
     if distinct == 1:
         return "one byte repeated"
+    if len({(after - before) % 256 for before, after in itertools.pairwise(secret)}) == 1:
+        return "a counter (each byte a fixed step from the one before)"
+    if secret in _well_known():
+        return "a well-known secret (a common password or default, or its SHA-256), which the probe guesses"
     # A period p means secret[i] == secret[i + p] throughout: a pattern of p
     # bytes repeated at least twice (p up to half the length, and MAX_PERIOD).
     longest = min(len(secret) // 2, MAX_PERIOD)
@@ -63,6 +74,18 @@ def _evident_weakness(secret: bytes) -> str | None:
     if distinct < MIN_DISTINCT_BYTES:
         return f"made of only {distinct} distinct byte values"
     return None
+
+
+@functools.cache
+def _well_known() -> frozenset[bytes]:
+    """Each secret of ``common_secrets.txt`` (the probe guesses from it), its SHA-256, and that in hex."""
+    from importlib import resources  # here: read at the first ring built, not at import
+
+    known: set[bytes] = set()
+    for word in resources.files("requeststate").joinpath(COMMON_SECRETS).read_bytes().splitlines():
+        digest = hashlib.sha256(word).digest()
+        known |= {word, digest, digest.hex().encode("ascii")}
+    return frozenset(known)
 
 
 def _from_base64url(text: str) -> bytes | None:

@@ -78,8 +78,10 @@ def check_py_typed() -> None:
 def check_probe_wordlist_ships() -> None:
     # The probe's guessed_key row reads its built-in secrets from this data file. (Importing
     # requeststate.probe needs the mcp extra, which this venv lacks: the file is found by path.)
-    wordlist = importlib.resources.files("requeststate").joinpath("probe", "common_secrets.txt")
-    assert wordlist.is_file(), "the probe's common_secrets.txt is not in the wheel"
+    wordlist = importlib.resources.files("requeststate").joinpath("common_secrets.txt")
+    assert wordlist.is_file(), (
+        "requeststate/common_secrets.txt (the probe's and KeyRing's list) is not in the wheel"
+    )
     lines = wordlist.read_text(encoding="utf-8").splitlines()
     assert len(lines) >= 100, f"the probe's wordlist holds {len(lines)} secrets, not 100 or more"
 

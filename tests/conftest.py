@@ -4,8 +4,9 @@ import pytest
 
 import requeststate as rs
 
-SECRET = bytes(range(32))
-OTHER_SECRET = bytes(range(32, 64))
+# Fixed, and random-looking: a ring refuses a counter such as bytes(range(32)) (the SPEC's vector key).
+SECRET = bytes.fromhex("5d2c8e41f7a39b06c4e8d1752fa0b3e96c17d84a2bf0593e81c6a7d4e2f9b105")
+OTHER_SECRET = bytes.fromhex("a3f1c7092e5b84d6f0197ce3b52a48d16e9f03c7b8d24a5e1f6c09b7d3e85a24")
 NOW = 2_000_000_000
 MODES = list(rs.Mode)
 

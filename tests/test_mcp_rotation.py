@@ -34,8 +34,8 @@ from tests.support.mcp_flow import (
 
 pytestmark = pytest.mark.anyio
 
-OLD = bytes(range(32))
-NEW = bytes(range(100, 132))
+OLD = bytes.fromhex("8e3b17c4d05fa962e1b7c03d49f28a65c7d1e09b34fa2d6815c8b7e0a94f3d21")
+NEW = bytes.fromhex("17f4a8c2e96b0d53b1c4e7f92a06d8354ebc19f7d2603a8ce5b14d9f7a2c06e8")
 PHASES: dict[str, tuple[bytes, ...]] = {
     "before": (OLD,),
     "1-old-new": (OLD, NEW),

@@ -115,11 +115,11 @@ def test_a_meter_that_is_no_meter_is_refused() -> None:
 def test_without_the_opentelemetry_api_nothing_is_imported() -> None:
     # opentelemetry is installed here: the script hides it from the one look requeststate takes.
     script = """
-        import importlib.util, sys
+        import importlib.util, os, sys
         real = importlib.util.find_spec
         importlib.util.find_spec = lambda name, *rest: None if name == "opentelemetry" else real(name, *rest)
         import requeststate as rs
-        codec = rs.Codec(bytes(range(32)), mode="signed")
+        codec = rs.Codec(os.urandom(32), mode="signed")
         assert codec.decode(codec.encode("state")) == "state"
         print(sorted(name for name in sys.modules if name.startswith("opentelemetry")))
     """
@@ -136,7 +136,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 reader = InMemoryMetricReader()
 """
 ROUND = """
-codec = rs.Codec(bytes(range(32)), mode="signed")
+import os
+codec = rs.Codec(os.urandom(32), mode="signed")
 codec.decode(codec.encode("state", now=2_000_000_000), now=2_000_000_000)
 """
 READ = """

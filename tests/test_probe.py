@@ -53,13 +53,14 @@ from requeststate.probe import _placeholders as placeholders
 from requeststate.probe import _readings as readings
 from requeststate.probe import _spelling as spelling
 from requeststate.probe._flaws import FLAWS
+from tests.conftest import SECRET as CONFTEST_SECRET
 from tests.support import probe_gallery as gallery
 from tests.support import probe_schemes as schemes
 from tests.support import probe_server, processes
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
-SECRET = base64.urlsafe_b64encode(bytes(range(32))).rstrip(b"=").decode()
+SECRET = base64.urlsafe_b64encode(CONFTEST_SECRET).rstrip(b"=").decode()
 BOOKING = [sys.executable, str(ROOT / "examples" / "booking_server.py")]
 INSECURE = [sys.executable, str(ROOT / "examples" / "insecure_server.py")]
 HOSTILE = [sys.executable, "-m", "tests.support.probe_hostile"]

@@ -10,6 +10,7 @@ import pytest
 
 import requeststate as rs
 from requeststate._envelope import seal_token
+from requeststate._keys import known_answer_ring
 from requeststate._modes import wire_modes
 from requeststate._payload import build_payload
 from requeststate._signed import SIGNED
@@ -26,13 +27,13 @@ SPEC_VECTOR = (
 
 
 def test_spec_vector_decodes() -> None:
-    keys = rs.KeyRing(bytes(range(32)))
+    keys = known_answer_ring(bytes(range(32)))
     state = rs.verify(SPEC_VECTOR, keys, mode="signed", subject="alice", tool="tool", now=2_000_000_000)
     assert state == '{"step":1}'
 
 
 def test_spec_vector_is_what_the_signed_mode_writes_without_an_id() -> None:
-    [minting] = rs.KeyRing(bytes(range(32))).bound("alice", "tool")
+    [minting] = known_answer_ring(bytes(range(32))).bound("alice", "tool")
     payload = build_payload('{"step":1}', 2_000_000_000, minting.bind_tag)
     assert SIGNED.seal(payload, minting, b"") == SPEC_VECTOR
 
@@ -67,7 +68,7 @@ def test_package_writes_the_valid_vector(vector: dict[str, Any]) -> None:
     token = seal_token(
         vector["state"],
         wire_modes(vector["mode"])[1][0],
-        rs.KeyRing(bytes.fromhex(vector["secret"])),
+        known_answer_ring(bytes.fromhex(vector["secret"])),
         vector["subject"],
         vector["tool"],
         vector["exp"],
@@ -83,7 +84,7 @@ def test_package_writes_the_valid_vector(vector: dict[str, Any]) -> None:
 def test_package_reads_the_valid_vector(vector: dict[str, Any]) -> None:
     state = rs.verify(
         vector["token"],
-        rs.KeyRing(bytes.fromhex(vector["secret"])),
+        known_answer_ring(bytes.fromhex(vector["secret"])),
         mode=vector["mode"],
         subject=vector["subject"],
         tool=vector["tool"],
@@ -97,13 +98,21 @@ def test_invalid_vector_is_refused_for_its_reason(vector: dict[str, Any]) -> Non
     with pytest.raises(rs.InvalidToken) as caught:
         rs.verify(
             vector["token"],
-            rs.KeyRing(bytes.fromhex(vector["secret"])),
+            known_answer_ring(bytes.fromhex(vector["secret"])),
             mode=tuple(vector["mode"]),
             subject=vector["subject"],
             tool=vector["tool"],
             now=vector["now"],
         )
     assert caught.value.reason.value == vector["reason"], vector["rule"]
+
+
+def test_a_ring_refuses_the_spec_vectors_key_as_a_counter() -> None:
+    # The vectors' keys are counters (bytes 0x00..0x1f): fine for known answers, never for a deployment.
+    with pytest.raises(
+        ValueError, match=r"^secret 0 is a counter \(each byte a fixed step from the one before\)"
+    ):
+        rs.KeyRing(bytes(range(32)))
 
 
 def test_every_invalid_vector_names_a_spec_rule() -> None:

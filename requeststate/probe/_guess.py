@@ -5,8 +5,9 @@ a tag follows it: ``content.tag`` (with or without a prefix such as ``v1.``; a J
 ``header.payload.signature`` is one), or one blob of ``content || tag``. A tag of
 20, 32, 48 or 64 bytes is tried as HMAC-SHA1, -SHA256, -SHA384 or -SHA512 over the
 text before it, over what that text decodes to, and over both after a prefix. The
-secrets come from a list shipped with the package (``common_secrets.txt``, one per
-line) and any lists the user adds, each line one secret, the empty secret first.
+secrets come from a list shipped with the package (``requeststate/common_secrets.txt``,
+one per line, which ``KeyRing`` refuses too) and any lists the user adds, each line one
+secret, the empty secret first.
 No report names a secret: only where it was found (its list and line).
 """
 
@@ -19,12 +20,12 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Final, TypeAlias
 
+from requeststate._secrets import COMMON_SECRETS
+
 from ._decode import BASE64, HEX, b64decode, b64encode_like, hex_like, split_prefix
 from ._edits import edits
 from ._readings import Reading, byte_readings, readings, views
 
-WORDLIST: Final = "common_secrets.txt"
-"""The built-in list of common secrets, a data file of this package."""
 MAX_LINE_BYTES: Final = 1024  # a longer line of a wordlist is no secret anyone typed: skipped
 FORGERIES_PER_KEY: Final = 3
 _ALGORITHMS: Final = {20: "sha1", 32: "sha256", 48: "sha384", 64: "sha512"}
@@ -41,7 +42,7 @@ class Secret:
 def secrets(wordlists: Sequence[Path]) -> Iterator[Secret]:
     """The empty secret, then the built-in list, then each of ``wordlists``, line by line (streamed)."""
     yield Secret(b"", "the empty secret")
-    with resources.files("requeststate.probe").joinpath(WORDLIST).open("rb") as builtin:
+    with resources.files("requeststate").joinpath(COMMON_SECRETS).open("rb") as builtin:
         yield from _lines(builtin, "the built-in list of common secrets")
     for path in wordlists:
         with path.open("rb") as extra:

@@ -107,6 +107,14 @@ def spelling(token: str) -> Spelling:
     return Spelling(prefix, tuple(_part(piece) for piece in body.split(".")))
 
 
+RESPELLINGS: Final = (
+    "with '=' appended",
+    "with '==' appended",
+    "in the standard base64 alphabet (+/)",
+    "with a newline before its last character",
+    "with an unused bit of its last character set",
+)
+"""The names ``respellings`` gives, in its order: each spelling a token may have."""
 _URL_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _STANDARD_ALPHABET: Final = _URL_ALPHABET[:62] + "+/"
 
@@ -121,14 +129,15 @@ def respellings(token: str) -> list[tuple[str, str]]:
     if not TOKEN.fullmatch(body) or token.endswith("="):
         return []
     head = token[: len(token) - len(body)]
-    found = [(token + "=", "with '=' appended"), (token + "==", "with '==' appended")]
+    repadded, twice, swapped, newline, unused = RESPELLINGS
+    found = [(token + "=", repadded), (token + "==", twice)]
     other = body.translate(str.maketrans("-_", "+/"))
     if other != body:
-        found.append((head + other, "in the standard base64 alphabet (+/)"))
-    found.append((token[:-1] + "\n" + token[-1], "with a newline before its last character"))
+        found.append((head + other, swapped))
+    found.append((token[:-1] + "\n" + token[-1], newline))
     spare = _spare_bit_set(body)
     if spare is not None:
-        found.append((head + spare, "with an unused bit of its last character set"))
+        found.append((head + spare, unused))
     return found
 
 

@@ -27,12 +27,11 @@ from mcp_types import (
 
 import requeststate as rs
 from requeststate.mcp import INVALID_MESSAGE
+from tests.conftest import OTHER_SECRET, SECRET  # noqa: F401  (the MCP tests take their keys from here)
 from tests.support.mcp_servers import Built
 from tests.support.mcp_wiretap import WireTap
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-SECRET = bytes(range(32))
-OTHER_SECRET = bytes(range(32, 64))
 KEYS = rs.KeyRing(SECRET)
 MODES: tuple[rs.ModeName, ...] = ("signed", "encrypted")
 TIMEOUT = 20

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 import requeststate as rs
 
-KEY: Final = bytes(range(32))
+KEY: Final = bytes.fromhex("c41d7e93a20f5b68e7d1b4c9f03a26e58b1c7d4f90e2a3b65d8c1f07e4b9a236")
 
 
 @dataclass(frozen=True)
