@@ -27,7 +27,8 @@ from mcp_types import (
 
 import requeststate as rs
 from requeststate.mcp import INVALID_MESSAGE
-from tests.conftest import OTHER_SECRET, SECRET  # noqa: F401  (the MCP tests take their keys from here)
+from tests.conftest import OTHER_SECRET as OTHER_SECRET  # re-exported: the MCP tests take their keys here
+from tests.conftest import SECRET as SECRET
 from tests.support.mcp_servers import Built
 from tests.support.mcp_wiretap import WireTap
 
