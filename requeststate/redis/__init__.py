@@ -62,8 +62,8 @@ except ImportError as missing:  # the extra is not installed
     ) from missing
 
 from ._async import AsyncClient, AsyncRedisGuard
-from ._keys import ClaimLocation, claim_location
-from ._options import (
+from ._buckets import ClaimLocation, claim_location
+from ._settings import (
     CLUSTER_BUCKETS,
     DEFAULT_CLOCK_SKEW,
     DEFAULT_MAX_TOKEN_LIFETIME,

@@ -12,12 +12,12 @@ from redis.backoff import NoBackoff
 
 from requeststate import GuardUnavailable
 
-from ._claims import CLAIM_SCRIPT, ERRORS, Claim, Claims, log
-from ._options import (
+from ._ledger import CLAIM_SCRIPT, ERRORS, Claim, Ledger, log
+from ._settings import (
     DEFAULT_CLOCK_SKEW,
     DEFAULT_NAMESPACE,
     DEFAULT_TIMEOUT,
-    check_options,
+    check_settings,
     client_options,
     describe,
 )
@@ -39,7 +39,7 @@ class AsyncRedisGuard:
     ``RedisGuard``'s. Calling ``await aclose()`` closes the client.
     """
 
-    __slots__ = ("_claims", "_client", "_script")
+    __slots__ = ("_client", "_ledger", "_script")
 
     def __init__(
         self,
@@ -60,7 +60,7 @@ class AsyncRedisGuard:
                 f"not {type(client).__name__}"
             )
         cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
-        options = check_options(
+        settings = check_settings(
             namespace,
             fail_open,
             replicas,
@@ -70,7 +70,7 @@ class AsyncRedisGuard:
             allow_eviction,
             cluster=cluster,
         )
-        self._claims: Final = Claims(options)
+        self._ledger: Final = Ledger(settings)
         self._client: Final = client
         self._script: Final = client.register_script(CLAIM_SCRIPT)  # as RedisGuard's
 
@@ -118,7 +118,7 @@ class AsyncRedisGuard:
     @property
     def max_token_lifetime(self) -> int:
         """The longest a token lives: as given, else the longest ``ttl + leeway`` a ``Codec`` told."""
-        return self._claims.max_token_lifetime
+        return self._ledger.max_token_lifetime
 
     def learn_lifetime(self, lifetime: int) -> None:
         """Called by each ``Codec`` built with this guard, with its ``ttl + leeway``.
@@ -126,12 +126,12 @@ class AsyncRedisGuard:
         Raises:
             ValueError: ``lifetime`` is longer than the ``max_token_lifetime`` given.
         """
-        self._claims.learn_lifetime(lifetime)
+        self._ledger.learn_lifetime(lifetime)
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``RedisGuard.claim``."""
-        claims = self._claims
-        claim = claims.prepare(token_id, expires_at, now)
+        ledger = self._ledger
+        claim = ledger.prepare(token_id, expires_at, now)
         client = self._client
         acknowledged: object = None
         try:
@@ -139,21 +139,21 @@ class AsyncRedisGuard:
                 # Reads the slot map once, under the client's lock: concurrent first commands
                 # of a new client otherwise race to read it, and some fail.
                 await client.initialize()
-            if claims.options.replicas:
+            if ledger.settings.replicas:
                 reply, acknowledged = await self._claim_and_wait(claim)
             else:
                 reply = await self._script(keys=[claim.key], args=claim.args)
         except ERRORS as error:
-            if claims.options.replicas and isinstance(client, redis.asyncio.cluster.RedisCluster):
+            if ledger.settings.replicas and isinstance(client, redis.asyncio.cluster.RedisCluster):
                 await _refresh_slots(client)
-            return claims.failed(claim, error)
-        outcome = claims.read(reply)
-        if outcome.began_here and claims.options.buckets > 1:
+            return ledger.failed(claim, error)
+        outcome = ledger.read(reply)
+        if outcome.began_here and ledger.settings.buckets > 1:
             try:  # as RedisGuard's claim
                 await self._mark(now)
             except ERRORS as error:
                 log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
-        return claims.settle(claim, outcome, acknowledged)
+        return ledger.settle(claim, outcome, acknowledged)
 
     async def begin(self, now: int | None = None) -> int:
         """Record in Redis that its memory of the claims begins now; see ``RedisGuard.begin``."""
@@ -163,28 +163,28 @@ class AsyncRedisGuard:
             raise GuardUnavailable(
                 f"Redis did not record when its memory began ({type(error).__name__})"
             ) from error
-        return self._claims.began(replies)
+        return self._ledger.began(replies)
 
     async def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or not its server's; the script's replies."""
-        claims, client = self._claims, self._client
+        ledger, client = self._ledger, self._client
         if not isinstance(client, redis.asyncio.cluster.RedisCluster):
-            key = claims.bucket_keys[0]
-            return [await self._script(keys=[key], args=claims.marker(key, now).args)]
+            key = ledger.bucket_keys[0]
+            return [await self._script(keys=[key], args=ledger.marker(key, now).args)]
         await client.initialize()
         sha = await client.script_load(CLAIM_SCRIPT)  # to every master
         batch = client.pipeline()
-        for key in claims.bucket_keys:
-            batch.execute_command("EVALSHA", sha, 1, key, *claims.marker(key, now).args)
+        for key in ledger.bucket_keys:
+            batch.execute_command("EVALSHA", sha, 1, key, *ledger.marker(key, now).args)
         return await batch.execute(raise_on_error=False)
 
     async def _claim_and_wait(self, claim: Claim) -> tuple[object, object]:
         """The script's reply and ``WAIT``'s (or the error in its place), sent together on one connection."""
-        options = self._claims.options
+        settings = self._ledger.settings
         commands = [
             # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
             ("EVAL", CLAIM_SCRIPT, 1, claim.key, *claim.args),
-            ("WAIT", options.replicas, options.wait_ms),
+            ("WAIT", settings.replicas, settings.wait_ms),
         ]
         client = self._client
         if isinstance(client, redis.asyncio.cluster.RedisCluster):
@@ -223,7 +223,7 @@ class AsyncRedisGuard:
         await self._client.aclose()
 
     def __repr__(self) -> str:
-        return describe("AsyncRedisGuard", self._claims.options)
+        return describe("AsyncRedisGuard", self._ledger.settings)
 
 
 async def _refresh_slots(client: redis.asyncio.cluster.RedisCluster) -> None:

@@ -14,12 +14,12 @@ from redis.retry import Retry
 
 from requeststate import GuardUnavailable
 
-from ._claims import CLAIM_SCRIPT, ERRORS, Claim, Claims, log
-from ._options import (
+from ._ledger import CLAIM_SCRIPT, ERRORS, Claim, Ledger, log
+from ._settings import (
     DEFAULT_CLOCK_SKEW,
     DEFAULT_NAMESPACE,
     DEFAULT_TIMEOUT,
-    check_options,
+    check_settings,
     client_options,
     describe,
 )
@@ -55,7 +55,7 @@ class RedisGuard:
     lose.
     """
 
-    __slots__ = ("_claims", "_client", "_script")
+    __slots__ = ("_client", "_ledger", "_script")
 
     def __init__(
         self,
@@ -96,7 +96,7 @@ class RedisGuard:
                 f"not {type(client).__name__}{': use AsyncRedisGuard' if asyncio_client else ''}"
             )
         cluster = isinstance(client, redis.cluster.RedisCluster)
-        options = check_options(
+        settings = check_settings(
             namespace,
             fail_open,
             replicas,
@@ -106,7 +106,7 @@ class RedisGuard:
             allow_eviction,
             cluster=cluster,
         )
-        self._claims: Final = Claims(options)
+        self._ledger: Final = Ledger(settings)
         self._client: Final = client
         # EVALSHA, and the script itself only when Redis does not have it yet (NOSCRIPT: not run).
         self._script: Final = client.register_script(CLAIM_SCRIPT)
@@ -160,7 +160,7 @@ class RedisGuard:
     @property
     def max_token_lifetime(self) -> int:
         """The longest a token lives: as given, else the longest ``ttl + leeway`` a ``Codec`` told."""
-        return self._claims.max_token_lifetime
+        return self._ledger.max_token_lifetime
 
     def learn_lifetime(self, lifetime: int) -> None:
         """Called by each ``Codec`` built with this guard, with its ``ttl + leeway``.
@@ -168,7 +168,7 @@ class RedisGuard:
         Raises:
             ValueError: ``lifetime`` is longer than the ``max_token_lifetime`` given.
         """
-        self._claims.learn_lifetime(lifetime)
+        self._ledger.learn_lifetime(lifetime)
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
@@ -183,20 +183,20 @@ class RedisGuard:
                 answered: then ``True``).
             ValueError: ``expires_at`` is before ``now``.
         """
-        claims = self._claims
-        claim = claims.prepare(token_id, expires_at, now)
+        ledger = self._ledger
+        claim = ledger.prepare(token_id, expires_at, now)
         acknowledged: object = None
         try:
-            if claims.options.replicas:
+            if ledger.settings.replicas:
                 reply, acknowledged = self._claim_and_wait(claim)
             else:
                 reply = self._script(keys=[claim.key], args=claim.args)
         except ERRORS as error:
-            if claims.options.replicas and isinstance(self._client, redis.cluster.RedisCluster):
+            if ledger.settings.replicas and isinstance(self._client, redis.cluster.RedisCluster):
                 _refresh_slots(self._client)
-            return claims.failed(claim, error)
-        outcome = claims.read(reply)
-        if outcome.began_here and claims.options.buckets > 1:
+            return ledger.failed(claim, error)
+        outcome = ledger.read(reply)
+        if outcome.began_here and ledger.settings.buckets > 1:
             # One bucket's memory began here, so the others' may have too (a master that
             # restarted, a new cluster): marked now, each accepts the tokens minted from now on.
             # A bucket left unmarked is marked by its next claim all the same.
@@ -204,7 +204,7 @@ class RedisGuard:
                 self._mark(now)
             except ERRORS as error:
                 log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
-        return claims.settle(claim, outcome, acknowledged)
+        return ledger.settle(claim, outcome, acknowledged)
 
     def begin(self, now: int | None = None) -> int:
         """Record in Redis that its memory of the claims begins now, where it has no record: call at start.
@@ -229,26 +229,26 @@ class RedisGuard:
             raise GuardUnavailable(
                 f"Redis did not record when its memory began ({type(error).__name__})"
             ) from error
-        return self._claims.began(replies)
+        return self._ledger.began(replies)
 
     def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or not its server's; the script's replies."""
-        claims, client = self._claims, self._client
+        ledger, client = self._ledger, self._client
         if not isinstance(client, redis.cluster.RedisCluster):
-            key = claims.bucket_keys[0]
-            return [self._script(keys=[key], args=claims.marker(key, now).args)]
+            key = ledger.bucket_keys[0]
+            return [self._script(keys=[key], args=ledger.marker(key, now).args)]
         sha = client.script_load(CLAIM_SCRIPT)  # to every master
         # One batch per master, on its own connection: the cluster client's pipeline() warns on
         # redis-py 6.0 (its own deprecated argument).
         by_master: dict[str, tuple[Any, list[str]]] = {}
-        for key in claims.bucket_keys:
+        for key in ledger.bucket_keys:
             node = client.get_node_from_key(key)  # type: ignore[no-untyped-call]  # untyped in redis-py
             by_master.setdefault(node.name, (node, []))[1].append(key)
         replies: list[object] = []
         for node, keys in by_master.values():
             with client.get_redis_connection(node).pipeline(transaction=False) as batch:
                 for key in keys:
-                    batch.evalsha(sha, 1, key, *claims.marker(key, now).args)
+                    batch.evalsha(sha, 1, key, *ledger.marker(key, now).args)
                 replies += batch.execute(raise_on_error=False)
         return replies
 
@@ -260,7 +260,7 @@ class RedisGuard:
             # sending the claim to another master than the WAIT.
             node = client.get_node_from_key(claim.key)  # type: ignore[no-untyped-call]  # untyped in redis-py
             client = client.get_redis_connection(node)
-        options = self._claims.options
+        settings = self._ledger.settings
         pool = client.connection_pool
         connection = pool.get_connection()
         both_read = False
@@ -268,7 +268,7 @@ class RedisGuard:
             commands = [
                 # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
                 ("EVAL", CLAIM_SCRIPT, 1, claim.key, *claim.args),
-                ("WAIT", options.replicas, options.wait_ms),
+                ("WAIT", settings.replicas, settings.wait_ms),
             ]
             packed = connection.pack_commands(commands)  # type: ignore[no-untyped-call]  # untyped in redis-py
             connection.send_packed_command(packed)  # type: ignore[no-untyped-call]  # untyped in redis-py
@@ -291,7 +291,7 @@ class RedisGuard:
         self._client.close()
 
     def __repr__(self) -> str:
-        return describe("RedisGuard", self._claims.options)
+        return describe("RedisGuard", self._ledger.settings)
 
 
 def _refresh_slots(client: redis.cluster.RedisCluster) -> None:

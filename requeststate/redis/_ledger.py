@@ -33,12 +33,12 @@ from redis.exceptions import RedisClusterException, RedisError, SlotNotCoveredEr
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from requeststate import GuardUnavailable, minted_at
-from requeststate._guard import check_claim_window
+from requeststate._seam import check_claim_window
 
-from ._keys import bucket_key, claim_location
-from ._options import DEFAULT_MAX_TOKEN_LIFETIME, MAX_SECONDS, Options
+from ._buckets import bucket_key, claim_location
+from ._settings import DEFAULT_MAX_TOKEN_LIFETIME, MAX_SECONDS, GuardSettings
 
-__all__ = ["CLAIM_SCRIPT", "ERRORS", "Claim", "Claims", "Outcome", "log"]
+__all__ = ["CLAIM_SCRIPT", "ERRORS", "Claim", "Ledger", "Outcome", "log"]
 
 log: Final = logging.getLogger("requeststate.redis")
 
@@ -136,15 +136,15 @@ class Outcome(NamedTuple):
     policy: str = ""
 
 
-class Claims:
+class Ledger:
     """A guard's claims: the script's arguments and its verdict (thread-safe)."""
 
-    __slots__ = ("_learned", "_lock", "_since", "_warned", "bucket_keys", "options")
+    __slots__ = ("_learned", "_lock", "_since", "_warned", "bucket_keys", "settings")
 
-    def __init__(self, options: Options) -> None:
-        self.options: Final = options
+    def __init__(self, settings: GuardSettings) -> None:
+        self.settings: Final = settings
         self.bucket_keys: Final = tuple(
-            bucket_key(options.namespace, bucket, options.buckets) for bucket in range(options.buckets)
+            bucket_key(settings.namespace, bucket, settings.buckets) for bucket in range(settings.buckets)
         )
         self._lock: Final = threading.Lock()
         self._learned = 0  # the longest ttl + leeway a Codec told this guard
@@ -156,14 +156,14 @@ class Claims:
     @property
     def max_token_lifetime(self) -> int:
         """The longest a token lives: as given, else the longest ``ttl + leeway`` a codec told."""
-        given = self.options.max_token_lifetime
+        given = self.settings.max_token_lifetime
         if given is not None:
             return given
         return self._learned or DEFAULT_MAX_TOKEN_LIFETIME
 
     def learn_lifetime(self, lifetime: int) -> None:
         """A ``Codec``'s ``ttl + leeway``: refused if it outlives a given ``max_token_lifetime``."""
-        given = self.options.max_token_lifetime
+        given = self.settings.max_token_lifetime
         if given is not None and lifetime > given:
             raise ValueError(
                 f"the guard's max_token_lifetime ({given} s) is shorter than the codec's ttl + leeway "
@@ -178,7 +178,7 @@ class Claims:
         check_claim_window(expires_at, now)
         if not -MAX_SECONDS <= now <= expires_at <= MAX_SECONDS:
             raise GuardUnavailable("a time past 2**53 s, which Redis cannot score exactly")
-        options = self.options
+        settings = self.settings
         minted = minted_at(token_id)
         if minted is None:
             # An id that does not tell when it was minted: the earliest it can have been.
@@ -194,17 +194,17 @@ class Claims:
                     f"({lifetime} s): set it to the codec's ttl + leeway"
                 )
             minted = expires_at - lifetime
-        elif minted > now + options.clock_skew:
+        elif minted > now + settings.clock_skew:
             self._warn_once(
                 "future",
                 f"a token was minted {minted - now} s in this verifier's future, past clock_skew "
-                f"({options.clock_skew} s): such tokens are refused; synchronise the hosts' clocks",
+                f"({settings.clock_skew} s): such tokens are refused; synchronise the hosts' clocks",
             )
             raise GuardUnavailable(
                 f"the token was minted {minted - now} s after this verifier's now, past clock_skew "
-                f"({options.clock_skew} s): the hosts' clocks differ by more than the guard allows"
+                f"({settings.clock_skew} s): the hosts' clocks differ by more than the guard allows"
             )
-        key, member = claim_location(options.namespace, token_id, options.buckets)
+        key, member = claim_location(settings.namespace, token_id, settings.buckets)
         return Claim(key, minted, self._args(member, expires_at, now, minted))
 
     def marker(self, key: str, now: int) -> Claim:
@@ -212,8 +212,8 @@ class Claims:
         return Claim(key, now, self._args("", now, now, now))
 
     def _args(self, member: str, expires_at: int, now: int, minted: int) -> tuple[int | str, ...]:
-        options = self.options
-        return (member, expires_at, now, options.clock_skew, minted, int(options.allow_eviction))
+        settings = self.settings
+        return (member, expires_at, now, settings.clock_skew, minted, int(settings.allow_eviction))
 
     def read(self, reply: object) -> Outcome:
         """The script's reply, or ``GuardUnavailable`` for one it never gives."""
@@ -241,7 +241,7 @@ class Claims:
                 raise GuardUnavailable(self._evicts(outcome.policy))
             latest = outcome.since if latest is None else max(latest, outcome.since)
         assert latest is not None  # one reply per bucket, and a guard has one bucket at least
-        return latest + self.options.clock_skew + 1
+        return latest + self.settings.clock_skew + 1
 
     def settle(self, claim: Claim, outcome: Outcome, acknowledged: object = None) -> bool:
         """The verdict from the script's ``outcome`` and ``WAIT``'s answer (or the error in its place).
@@ -253,10 +253,10 @@ class Claims:
         if outcome.status == "evicts":
             raise GuardUnavailable(self._evicts(outcome.policy))
         if outcome.status == "lost":
-            skew = self.options.clock_skew
+            skew = self.settings.clock_skew
             self._warn_once(
                 f"lost {outcome.since}",
-                f"Redis's memory of the claims (namespace {self.options.namespace!r}) began at "
+                f"Redis's memory of the claims (namespace {self.settings.namespace!r}) began at "
                 f"{outcome.since} (unix time): it is new, or it forgot them (a restart, a flush, a failover, "
                 f"an eviction); every token minted by {outcome.since + skew} is refused, as it may have "
                 "been redeemed before",
@@ -265,7 +265,7 @@ class Claims:
                 f"the token was minted at {claim.minted}, before Redis's memory of the claims began "
                 f"({outcome.since}, plus clock_skew {skew} s): it may have been redeemed before"
             )
-        replicas = self.options.replicas
+        replicas = self.settings.replicas
         if not replicas:
             return True
         if isinstance(acknowledged, Exception):
@@ -276,17 +276,17 @@ class Claims:
         if not isinstance(acknowledged, int) or acknowledged < replicas:
             raise GuardUnavailable(
                 f"{acknowledged} of {replicas} replicas acknowledged the claim "
-                f"within {self.options.wait_ms} ms"
+                f"within {self.settings.wait_ms} ms"
             )
         return True
 
     def failed(self, claim: Claim, error: Exception) -> bool:
         """No verdict: ``True`` if ``fail_open`` rides ``error`` out, else raise ``GuardUnavailable``."""
         cause = type(error).__name__
-        if self.options.fail_open and _unanswered(error):
+        if self.settings.fail_open and _unanswered(error):
             with self._lock:
                 since = self._since
-            if since is None or claim.minted > since + self.options.clock_skew:
+            if since is None or claim.minted > since + self.settings.clock_skew:
                 # The log names the failure, never the token id or its key.
                 log.warning(
                     "Redis replay guard unavailable (%s); fail_open=True: token accepted without a "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Final, NamedTuple
 
-from requeststate._options import DEFAULT_TTL, MAX_TTL, check_int
+from requeststate import DEFAULT_TTL, MAX_TTL
+from requeststate._seam import check_int
 
 __all__ = [
     "CLUSTER_BUCKETS",
@@ -14,9 +15,9 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_TIMEOUT",
     "MAX_SECONDS",
-    "Options",
-    "check_options",
+    "GuardSettings",
     "check_seconds",
+    "check_settings",
     "client_options",
     "describe",
 ]
@@ -40,7 +41,7 @@ CLUSTER_BUCKETS: Final = 1024
 MAX_SECONDS: Final = 2**53 - 1
 
 
-class Options(NamedTuple):
+class GuardSettings(NamedTuple):
     """A guard's options, checked."""
 
     namespace: str
@@ -56,7 +57,7 @@ class Options(NamedTuple):
     """How many sorted sets hold the claims: ``CLUSTER_BUCKETS`` on a Redis Cluster, else 1."""
 
 
-def check_options(
+def check_settings(
     namespace: str,
     fail_open: bool,
     replicas: int,
@@ -66,7 +67,7 @@ def check_options(
     allow_eviction: bool,
     *,
     cluster: bool,
-) -> Options:
+) -> GuardSettings:
     """Every option checked by type and range; ``TypeError`` or ``ValueError`` naming the one at fault."""
     if not isinstance(namespace, str):
         raise TypeError(f"namespace must be a str, not {type(namespace).__name__}")
@@ -87,7 +88,7 @@ def check_options(
         check_int("max_token_lifetime", max_token_lifetime, 1, MAX_TTL * 2)
     check_int("clock_skew", clock_skew, 0, MAX_TTL)
     buckets = CLUSTER_BUCKETS if cluster else 1
-    return Options(
+    return GuardSettings(
         namespace, fail_open, replicas, wait_ms, max_token_lifetime, clock_skew, allow_eviction, buckets
     )
 
@@ -112,15 +113,15 @@ def client_options(timeout: float, replicas: int, replica_timeout: float) -> dic
     return {"socket_timeout": seconds + waited, "socket_connect_timeout": seconds}
 
 
-def describe(name: str, options: Options) -> str:
+def describe(name: str, settings: GuardSettings) -> str:
     """A guard's repr: its class and the options that differ from a plain guard's, never a password."""
-    shown = [f"namespace={options.namespace!r}", f"fail_open={options.fail_open}"]
-    if options.replicas:
-        shown.append(f"replicas={options.replicas}")
-    if options.max_token_lifetime is not None:
-        shown.append(f"max_token_lifetime={options.max_token_lifetime}")
-    if options.clock_skew != DEFAULT_CLOCK_SKEW:
-        shown.append(f"clock_skew={options.clock_skew}")
-    if options.allow_eviction:
+    shown = [f"namespace={settings.namespace!r}", f"fail_open={settings.fail_open}"]
+    if settings.replicas:
+        shown.append(f"replicas={settings.replicas}")
+    if settings.max_token_lifetime is not None:
+        shown.append(f"max_token_lifetime={settings.max_token_lifetime}")
+    if settings.clock_skew != DEFAULT_CLOCK_SKEW:
+        shown.append(f"clock_skew={settings.clock_skew}")
+    if settings.allow_eviction:
         shown.append("allow_eviction=True")
     return f"{name}({', '.join(shown)})"
