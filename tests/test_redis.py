@@ -30,7 +30,7 @@ from redis.retry import Retry
 
 import requeststate as rs
 from requeststate import GuardUnavailable
-from requeststate.redis import DEFAULT_CLOCK_SKEW, AsyncRedisGuard, RedisGuard, claim_location
+from requeststate.redis import DEFAULT_CLOCK_SKEW, AsyncRedisGuard, GuardOptions, RedisGuard, claim_location
 
 from .support import redis_server
 from .support.redis_faults import FAULTS, replying
@@ -439,6 +439,40 @@ def test_clock_skew_must_be_whole_seconds_up_to_a_day(
 def test_allow_eviction_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match=r"^allow_eviction must be a bool, not int$"):
         AsyncRedisGuard(redis.asyncio.Redis(), allow_eviction=1)  # type: ignore[arg-type]
+
+
+def test_guard_options_declares_the_options_of_both_guards() -> None:
+    # One declaration for RedisGuard, AsyncRedisGuard and their from_url.
+    assert set(GuardOptions.__optional_keys__) == {
+        "namespace",
+        "fail_open",
+        "replicas",
+        "replica_timeout",
+        "max_token_lifetime",
+        "clock_skew",
+        "allow_eviction",
+    }
+
+
+@pytest.mark.parametrize("guard_class", [RedisGuard, AsyncRedisGuard])
+def test_an_unknown_option_is_refused_by_name(guard_class: type[RedisGuard | AsyncRedisGuard]) -> None:
+    # **options would otherwise swallow a typo, and the guard would run without the option meant.
+    client: Any = redis.Redis() if guard_class is RedisGuard else redis.asyncio.Redis()
+    refused = (
+        r"^unexpected option\(s\) namspace; the options are allow_eviction, clock_skew, fail_open, "
+        r"max_token_lifetime, namespace, replica_timeout, replicas$"
+    )
+    with pytest.raises(TypeError, match=refused):
+        guard_class(client, namspace="app")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=refused):
+        guard_class.from_url("redis://127.0.0.1:6379/0", namspace="app")  # type: ignore[call-arg]
+
+
+def test_from_url_checks_the_options_before_a_cluster_client_connects(closed_port_url: str) -> None:
+    # Before: the sync cluster client connected first (it reads the slot map when built), and a
+    # refused option left it open, or an unreachable cluster hid the option at fault.
+    with pytest.raises(ValueError, match=r"must not contain '\{' with a Redis Cluster"):
+        RedisGuard.from_url(closed_port_url, cluster=True, namespace="{app}")
 
 
 def test_replica_timeout_rounds_up_to_whole_milliseconds(redis_url: str, namespace: str) -> None:

@@ -62,13 +62,13 @@ except ImportError as missing:  # the extra is not installed
     ) from missing
 
 from ._async import AsyncClient, AsyncRedisGuard
-from ._buckets import ClaimLocation, claim_location
+from ._buckets import CLUSTER_BUCKETS, ClaimLocation, claim_location
 from ._settings import (
-    CLUSTER_BUCKETS,
     DEFAULT_CLOCK_SKEW,
     DEFAULT_MAX_TOKEN_LIFETIME,
     DEFAULT_NAMESPACE,
     DEFAULT_TIMEOUT,
+    GuardOptions,
 )
 from ._sync import Client, RedisGuard
 
@@ -82,6 +82,7 @@ __all__ = [
     "AsyncRedisGuard",
     "ClaimLocation",
     "Client",
+    "GuardOptions",
     "RedisGuard",
     "claim_location",
 ]

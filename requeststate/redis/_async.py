@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Final, TypeAlias, final
+from typing import Any, Final, TypeAlias, Unpack, final
 
 import redis.asyncio
 import redis.asyncio.cluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from requeststate import GuardUnavailable
-
-from ._ledger import CLAIM_SCRIPT, ERRORS, Claim, Ledger, log
-from ._settings import (
-    DEFAULT_CLOCK_SKEW,
-    DEFAULT_NAMESPACE,
-    DEFAULT_TIMEOUT,
-    check_settings,
-    client_options,
-    describe,
-)
+from ._base import GuardBase
+from ._ledger import CLAIM_SCRIPT, ERRORS, Claim, log, not_begun
+from ._settings import GuardOptions
 
 __all__ = ["AsyncClient", "AsyncRedisGuard"]
 
@@ -31,7 +23,7 @@ _ASYNC_CLIENTS: Final = (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster
 
 
 @final
-class AsyncRedisGuard:
+class AsyncRedisGuard(GuardBase[AsyncClient]):
     """``RedisGuard`` for asyncio servers, on a ``redis.asyncio`` client; use with ``averify``.
 
     ``client`` is a ``redis.asyncio.Redis`` or a
@@ -39,117 +31,30 @@ class AsyncRedisGuard:
     ``RedisGuard``'s. Calling ``await aclose()`` closes the client.
     """
 
-    __slots__ = ("_client", "_ledger", "_script")
+    __slots__ = ("_script",)
 
-    def __init__(
-        self,
-        client: AsyncClient,
-        *,
-        namespace: str = DEFAULT_NAMESPACE,
-        fail_open: bool = False,
-        replicas: int = 0,
-        replica_timeout: float = DEFAULT_TIMEOUT,
-        max_token_lifetime: int | None = None,
-        clock_skew: int = DEFAULT_CLOCK_SKEW,
-        allow_eviction: bool = False,
-    ) -> None:
-        """Guard with ``client``, a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``."""
-        if not isinstance(client, _ASYNC_CLIENTS):
-            raise TypeError(
-                "client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster, "
-                f"not {type(client).__name__}"
-            )
-        cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
-        settings = check_settings(
-            namespace,
-            fail_open,
-            replicas,
-            replica_timeout,
-            max_token_lifetime,
-            clock_skew,
-            allow_eviction,
-            cluster=cluster,
-        )
-        self._ledger: Final = Ledger(settings)
-        self._client: Final = client
-        self._script: Final = client.register_script(CLAIM_SCRIPT)  # as RedisGuard's
+    def __init__(self, client: AsyncClient, **options: Unpack[GuardOptions]) -> None:
+        """Guard with ``client``, a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``.
 
-    @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        cluster: bool = False,
-        timeout: float = DEFAULT_TIMEOUT,
-        namespace: str = DEFAULT_NAMESPACE,
-        fail_open: bool = False,
-        replicas: int = 0,
-        replica_timeout: float = DEFAULT_TIMEOUT,
-        max_token_lifetime: int | None = None,
-        clock_skew: int = DEFAULT_CLOCK_SKEW,
-        allow_eviction: bool = False,
-    ) -> AsyncRedisGuard:
-        """A guard on a new asyncio client for ``url``; see ``RedisGuard.from_url``.
-
-        A cluster client reads the slot map at its first claim, not here.
-        """
-        options: dict[str, Any] = client_options(timeout, replicas, replica_timeout)
-        client: AsyncClient
-        if cluster:
-            client = redis.asyncio.cluster.RedisCluster.from_url(url, retry=Retry(NoBackoff(), 0), **options)
-        else:
-            client = redis.asyncio.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **options)
-        return cls(
-            client,
-            namespace=namespace,
-            fail_open=fail_open,
-            replicas=replicas,
-            replica_timeout=replica_timeout,
-            max_token_lifetime=max_token_lifetime,
-            clock_skew=clock_skew,
-            allow_eviction=allow_eviction,
-        )
-
-    @property
-    def client(self) -> AsyncClient:
-        """The client this guard claims through."""
-        return self._client
-
-    @property
-    def max_token_lifetime(self) -> int:
-        """The longest a token lives: as given, else the longest ``ttl + leeway`` a ``Codec`` told."""
-        return self._ledger.max_token_lifetime
-
-    def learn_lifetime(self, lifetime: int) -> None:
-        """Called by each ``Codec`` built with this guard, with its ``ttl + leeway``.
+        The options are ``GuardOptions``.
 
         Raises:
-            ValueError: ``lifetime`` is longer than the ``max_token_lifetime`` given.
+            TypeError, ValueError: a client of another kind, or a bad option (all are checked here).
         """
-        self._ledger.learn_lifetime(lifetime)
+        super().__init__(client, **options)
+        self._script: Final = client.register_script(CLAIM_SCRIPT)  # as RedisGuard's
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``RedisGuard.claim``."""
         ledger = self._ledger
         claim = ledger.prepare(token_id, expires_at, now)
-        client = self._client
-        acknowledged: object = None
         try:
-            if isinstance(client, redis.asyncio.cluster.RedisCluster):
-                # Reads the slot map once, under the client's lock: concurrent first commands
-                # of a new client otherwise race to read it, and some fail.
-                await client.initialize()
-            if ledger.settings.replicas:
-                reply, acknowledged = await self._claim_and_wait(claim)
-            else:
-                reply = await self._script(keys=[claim.key], args=claim.args)
+            reply, acknowledged = await self._send(claim)
         except ERRORS as error:
-            if ledger.settings.replicas and isinstance(client, redis.asyncio.cluster.RedisCluster):
-                await _refresh_slots(client)
             return ledger.failed(claim, error)
         outcome = ledger.read(reply)
-        if outcome.began_here and ledger.settings.buckets > 1:
-            try:  # as RedisGuard's claim
+        if ledger.marks_every_bucket(outcome):
+            try:
                 await self._mark(now)
             except ERRORS as error:
                 log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
@@ -160,10 +65,42 @@ class AsyncRedisGuard:
         try:
             replies = await self._mark(int(time.time()) if now is None else now)
         except ERRORS as error:
-            raise GuardUnavailable(
-                f"Redis did not record when its memory began ({type(error).__name__})"
-            ) from error
+            raise not_begun(error) from error
         return self._ledger.began(replies)
+
+    async def aclose(self) -> None:
+        """Close the client and its connections."""
+        await self._client.aclose()
+
+    @staticmethod
+    def _check_client(client: object) -> bool:
+        if not isinstance(client, _ASYNC_CLIENTS):
+            raise TypeError(
+                "client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster, "
+                f"not {type(client).__name__}"
+            )
+        return isinstance(client, redis.asyncio.cluster.RedisCluster)
+
+    @classmethod
+    def _connect(cls, url: str, *, cluster: bool, timeouts: dict[str, Any]) -> AsyncClient:
+        kind = redis.asyncio.cluster.RedisCluster if cluster else redis.asyncio.Redis
+        return kind.from_url(url, retry=Retry(NoBackoff(), 0), **timeouts)
+
+    async def _send(self, claim: Claim) -> tuple[object, object]:
+        """The script's reply, and ``WAIT``'s (or the error in its place) if the guard waits for replicas."""
+        client, replicas = self._client, self._ledger.settings.replicas
+        try:
+            if isinstance(client, redis.asyncio.cluster.RedisCluster):
+                # Reads the slot map once, under the client's lock: concurrent first commands
+                # of a new client otherwise race to read it, and some fail.
+                await client.initialize()
+            if not replicas:
+                return await self._script(keys=[claim.key], args=claim.args), None
+            return await self._claim_and_wait(claim)
+        except ERRORS:
+            if replicas and isinstance(client, redis.asyncio.cluster.RedisCluster):
+                await _refresh_slots(client)
+            raise
 
     async def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or not its server's; the script's replies."""
@@ -180,12 +117,7 @@ class AsyncRedisGuard:
 
     async def _claim_and_wait(self, claim: Claim) -> tuple[object, object]:
         """The script's reply and ``WAIT``'s (or the error in its place), sent together on one connection."""
-        settings = self._ledger.settings
-        commands = [
-            # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
-            ("EVAL", CLAIM_SCRIPT, 1, claim.key, *claim.args),
-            ("WAIT", settings.replicas, settings.wait_ms),
-        ]
+        commands = self._ledger.commands_with_wait(claim)
         client = self._client
         if isinstance(client, redis.asyncio.cluster.RedisCluster):
             # Both to the key's master, in one batch on one of its connections, each reply kept on
@@ -217,13 +149,6 @@ class AsyncRedisGuard:
             if not both_read:  # a reply may still be on its way: never reuse the socket
                 await connection.disconnect()
             await pool.release(connection)
-
-    async def aclose(self) -> None:
-        """Close the client and its connections."""
-        await self._client.aclose()
-
-    def __repr__(self) -> str:
-        return describe("AsyncRedisGuard", self._ledger.settings)
 
 
 async def _refresh_slots(client: redis.asyncio.cluster.RedisCluster) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-__all__ = ["ClaimLocation", "bucket_key", "claim_location"]
+__all__ = ["CLUSTER_BUCKETS", "ClaimLocation", "bucket_key", "claim_location"]
+
+CLUSTER_BUCKETS: Final = 1024
+"""How many sorted sets a cluster guard spreads its claims over (one, on a single Redis)."""
 
 
 class ClaimLocation(NamedTuple):

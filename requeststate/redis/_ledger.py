@@ -36,11 +36,15 @@ from requeststate import GuardUnavailable, minted_at
 from requeststate._seam import check_claim_window
 
 from ._buckets import bucket_key, claim_location
-from ._settings import DEFAULT_MAX_TOKEN_LIFETIME, MAX_SECONDS, GuardSettings
+from ._settings import DEFAULT_MAX_TOKEN_LIFETIME, GuardSettings
 
-__all__ = ["CLAIM_SCRIPT", "ERRORS", "Claim", "Ledger", "Outcome", "log"]
+__all__ = ["CLAIM_SCRIPT", "ERRORS", "Claim", "Ledger", "Outcome", "log", "not_begun"]
 
 log: Final = logging.getLogger("requeststate.redis")
+
+# Scores are doubles in Redis: the times a guard writes stay below 2**53, where every second
+# is exact (285 million years).
+_MAX_SECONDS: Final = 2**53 - 1
 
 CLAIM_SCRIPT: Final = """
 local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
@@ -137,7 +141,7 @@ class Outcome(NamedTuple):
 
 
 class Ledger:
-    """A guard's claims: the script's arguments and its verdict (thread-safe)."""
+    """A guard's bookkeeping, sync or async: the script's arguments and its verdict (thread-safe)."""
 
     __slots__ = ("_learned", "_lock", "_since", "_warned", "bucket_keys", "settings")
 
@@ -176,7 +180,7 @@ class Ledger:
     def prepare(self, token_id: str, expires_at: int, now: int) -> Claim:
         """The claim of ``token_id``; ``GuardUnavailable`` if the token cannot be dated or placed."""
         check_claim_window(expires_at, now)
-        if not -MAX_SECONDS <= now <= expires_at <= MAX_SECONDS:
+        if not -_MAX_SECONDS <= now <= expires_at <= _MAX_SECONDS:
             raise GuardUnavailable("a time past 2**53 s, which Redis cannot score exactly")
         settings = self.settings
         minted = minted_at(token_id)
@@ -207,6 +211,14 @@ class Ledger:
         key, member = claim_location(settings.namespace, token_id, settings.buckets)
         return Claim(key, minted, self._args(member, expires_at, now, minted))
 
+    def commands_with_wait(self, claim: Claim) -> list[tuple[int | str, ...]]:
+        """``claim``'s script, then ``WAIT`` for the replicas: to send together, on one connection."""
+        return [
+            # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
+            ("EVAL", CLAIM_SCRIPT, 1, claim.key, *claim.args),
+            ("WAIT", self.settings.replicas, self.settings.wait_ms),
+        ]
+
     def marker(self, key: str, now: int) -> Claim:
         """The script's call that only writes ``key``'s marker, if it is missing or not this server's."""
         return Claim(key, now, self._args("", now, now, now))
@@ -227,6 +239,15 @@ class Ledger:
                 return Outcome(status, since, began == 1)
         raise GuardUnavailable(f"Redis answered the claim with an unexpected {type(reply).__name__}")
 
+    def marks_every_bucket(self, outcome: Outcome) -> bool:
+        """Whether the guard marks every bucket now, after a claim's ``outcome``.
+
+        One bucket's memory began here, so the others' may have too (a master that
+        restarted, a new cluster): marked now, each accepts the tokens minted from now
+        on. A bucket left unmarked is marked by its next claim all the same.
+        """
+        return outcome.began_here and self.settings.buckets > 1
+
     def began(self, replies: list[object]) -> int:
         """The first second whose tokens every bucket accepts, from ``begin``'s replies.
 
@@ -235,7 +256,7 @@ class Ledger:
         latest = None
         for reply in replies:
             if isinstance(reply, Exception):
-                raise GuardUnavailable(f"Redis did not record when its memory began ({type(reply).__name__})")
+                raise not_begun(reply)
             outcome = self.read(reply)
             if outcome.status == "evicts":
                 raise GuardUnavailable(self._evicts(outcome.policy))
@@ -313,6 +334,11 @@ class Ledger:
                 return
             self._warned.add(topic)
         log.warning("Redis replay guard: %s", message)
+
+
+def not_begun(error: Exception) -> GuardUnavailable:
+    """What ``begin`` raises when Redis answered ``error``, to the whole batch or to one bucket."""
+    return GuardUnavailable(f"Redis did not record when its memory began ({type(error).__name__})")
 
 
 _STATUSES: Final = frozenset({"claimed", "replayed", "lost", "marked"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Final, TypeAlias, final
+from typing import Any, Final, TypeAlias, Unpack, final
 
 import redis
 import redis.asyncio
@@ -12,17 +12,9 @@ import redis.cluster
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from requeststate import GuardUnavailable
-
-from ._ledger import CLAIM_SCRIPT, ERRORS, Claim, Ledger, log
-from ._settings import (
-    DEFAULT_CLOCK_SKEW,
-    DEFAULT_NAMESPACE,
-    DEFAULT_TIMEOUT,
-    check_settings,
-    client_options,
-    describe,
-)
+from ._base import GuardBase
+from ._ledger import CLAIM_SCRIPT, ERRORS, Claim, log, not_begun
+from ._settings import GuardOptions
 
 __all__ = ["Client", "RedisGuard"]
 
@@ -31,7 +23,7 @@ Client: TypeAlias = "redis.Redis | redis.cluster.RedisCluster"
 
 
 @final
-class RedisGuard:
+class RedisGuard(GuardBase[Client]):
     """A replay guard on a Redis client, shared by every process that uses that Redis.
 
     ``client`` is a ``redis.Redis`` (one Redis, or the master of a replicated
@@ -55,120 +47,19 @@ class RedisGuard:
     lose.
     """
 
-    __slots__ = ("_client", "_ledger", "_script")
+    __slots__ = ("_script",)
 
-    def __init__(
-        self,
-        client: Client,
-        *,
-        namespace: str = DEFAULT_NAMESPACE,
-        fail_open: bool = False,
-        replicas: int = 0,
-        replica_timeout: float = DEFAULT_TIMEOUT,
-        max_token_lifetime: int | None = None,
-        clock_skew: int = DEFAULT_CLOCK_SKEW,
-        allow_eviction: bool = False,
-    ) -> None:
-        """Guard with ``client``.
+    def __init__(self, client: Client, **options: Unpack[GuardOptions]) -> None:
+        """Guard with ``client``, a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``.
 
-        Args:
-            client: a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``
-                (an asyncio client needs ``AsyncRedisGuard``).
-            namespace: the prefix of every key this guard writes (no ``{`` in a cluster).
-            fail_open: if no Redis answers (unreachable, or silent past the
-                client's timeout), accept the token unchecked and log a warning,
-                instead of raising ``GuardUnavailable``. Every answer Redis
-                gives, an error reply included, is still obeyed.
-            replicas: how many replicas must acknowledge a claim before it
-                counts; 0 (the default) does not wait.
-            replica_timeout: how long, in seconds, to wait for them; the
-                client's ``socket_timeout`` must be longer, or a shortfall
-                shows as a timeout.
-            max_token_lifetime: the most seconds a token lives after it is
-                redeemed (the codecs' ``ttl + leeway``; a longer-lived token is
-                refused). After Redis lost its claims, tokens that expire
-                within this long are refused.
-        """
-        if not isinstance(client, redis.Redis | redis.cluster.RedisCluster):
-            asyncio_client = isinstance(client, redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster)
-            raise TypeError(
-                "client must be a redis.Redis or redis.cluster.RedisCluster, "
-                f"not {type(client).__name__}{': use AsyncRedisGuard' if asyncio_client else ''}"
-            )
-        cluster = isinstance(client, redis.cluster.RedisCluster)
-        settings = check_settings(
-            namespace,
-            fail_open,
-            replicas,
-            replica_timeout,
-            max_token_lifetime,
-            clock_skew,
-            allow_eviction,
-            cluster=cluster,
-        )
-        self._ledger: Final = Ledger(settings)
-        self._client: Final = client
-        # EVALSHA, and the script itself only when Redis does not have it yet (NOSCRIPT: not run).
-        self._script: Final = client.register_script(CLAIM_SCRIPT)
-
-    @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        cluster: bool = False,
-        timeout: float = DEFAULT_TIMEOUT,
-        namespace: str = DEFAULT_NAMESPACE,
-        fail_open: bool = False,
-        replicas: int = 0,
-        replica_timeout: float = DEFAULT_TIMEOUT,
-        max_token_lifetime: int | None = None,
-        clock_skew: int = DEFAULT_CLOCK_SKEW,
-        allow_eviction: bool = False,
-    ) -> RedisGuard:
-        """A guard on a new client for ``url``, waiting at most ``timeout`` seconds to connect or answer.
-
-        ``cluster=True`` builds a ``redis.cluster.RedisCluster`` from the URL of
-        any node of the cluster (it connects at once, to read the slot map).
-        With ``replicas``, the read timeout is ``timeout + replica_timeout``, so
-        that ``WAIT``'s answer arrives before it. The client does not retry: a
-        retried claim whose first answer was lost would read the guard's own
-        claim as a replay.
-        """
-        options: dict[str, Any] = client_options(timeout, replicas, replica_timeout)
-        client: Client
-        if cluster:
-            client = redis.cluster.RedisCluster.from_url(url, retry=Retry(NoBackoff(), 0), **options)
-        else:
-            client = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **options)
-        return cls(
-            client,
-            namespace=namespace,
-            fail_open=fail_open,
-            replicas=replicas,
-            replica_timeout=replica_timeout,
-            max_token_lifetime=max_token_lifetime,
-            clock_skew=clock_skew,
-            allow_eviction=allow_eviction,
-        )
-
-    @property
-    def client(self) -> Client:
-        """The client this guard claims through."""
-        return self._client
-
-    @property
-    def max_token_lifetime(self) -> int:
-        """The longest a token lives: as given, else the longest ``ttl + leeway`` a ``Codec`` told."""
-        return self._ledger.max_token_lifetime
-
-    def learn_lifetime(self, lifetime: int) -> None:
-        """Called by each ``Codec`` built with this guard, with its ``ttl + leeway``.
+        An asyncio client needs ``AsyncRedisGuard``. The options are ``GuardOptions``.
 
         Raises:
-            ValueError: ``lifetime`` is longer than the ``max_token_lifetime`` given.
+            TypeError, ValueError: a client of another kind, or a bad option (all are checked here).
         """
-        self._ledger.learn_lifetime(lifetime)
+        super().__init__(client, **options)
+        # EVALSHA, and the script itself only when Redis does not have it yet (NOSCRIPT: not run).
+        self._script: Final = client.register_script(CLAIM_SCRIPT)
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
@@ -185,21 +76,12 @@ class RedisGuard:
         """
         ledger = self._ledger
         claim = ledger.prepare(token_id, expires_at, now)
-        acknowledged: object = None
         try:
-            if ledger.settings.replicas:
-                reply, acknowledged = self._claim_and_wait(claim)
-            else:
-                reply = self._script(keys=[claim.key], args=claim.args)
+            reply, acknowledged = self._send(claim)
         except ERRORS as error:
-            if ledger.settings.replicas and isinstance(self._client, redis.cluster.RedisCluster):
-                _refresh_slots(self._client)
             return ledger.failed(claim, error)
         outcome = ledger.read(reply)
-        if outcome.began_here and ledger.settings.buckets > 1:
-            # One bucket's memory began here, so the others' may have too (a master that
-            # restarted, a new cluster): marked now, each accepts the tokens minted from now on.
-            # A bucket left unmarked is marked by its next claim all the same.
+        if ledger.marks_every_bucket(outcome):
             try:
                 self._mark(now)
             except ERRORS as error:
@@ -226,10 +108,38 @@ class RedisGuard:
         try:
             replies = self._mark(int(time.time()) if now is None else now)
         except ERRORS as error:
-            raise GuardUnavailable(
-                f"Redis did not record when its memory began ({type(error).__name__})"
-            ) from error
+            raise not_begun(error) from error
         return self._ledger.began(replies)
+
+    def close(self) -> None:
+        """Close the client and its connections."""
+        self._client.close()
+
+    @staticmethod
+    def _check_client(client: object) -> bool:
+        if not isinstance(client, redis.Redis | redis.cluster.RedisCluster):
+            asyncio_client = isinstance(client, redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster)
+            raise TypeError(
+                "client must be a redis.Redis or redis.cluster.RedisCluster, "
+                f"not {type(client).__name__}{': use AsyncRedisGuard' if asyncio_client else ''}"
+            )
+        return isinstance(client, redis.cluster.RedisCluster)
+
+    @classmethod
+    def _connect(cls, url: str, *, cluster: bool, timeouts: dict[str, Any]) -> Client:
+        kind = redis.cluster.RedisCluster if cluster else redis.Redis
+        return kind.from_url(url, retry=Retry(NoBackoff(), 0), **timeouts)
+
+    def _send(self, claim: Claim) -> tuple[object, object]:
+        """The script's reply, and ``WAIT``'s (or the error in its place) if the guard waits for replicas."""
+        if not self._ledger.settings.replicas:
+            return self._script(keys=[claim.key], args=claim.args), None
+        try:
+            return self._claim_and_wait(claim)
+        except ERRORS:
+            if isinstance(self._client, redis.cluster.RedisCluster):
+                _refresh_slots(self._client)
+            raise
 
     def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or not its server's; the script's replies."""
@@ -260,16 +170,11 @@ class RedisGuard:
             # sending the claim to another master than the WAIT.
             node = client.get_node_from_key(claim.key)  # type: ignore[no-untyped-call]  # untyped in redis-py
             client = client.get_redis_connection(node)
-        settings = self._ledger.settings
         pool = client.connection_pool
         connection = pool.get_connection()
         both_read = False
         try:
-            commands = [
-                # EVAL, not EVALSHA: a batch sent at once has no turn to load a script Redis lacks.
-                ("EVAL", CLAIM_SCRIPT, 1, claim.key, *claim.args),
-                ("WAIT", settings.replicas, settings.wait_ms),
-            ]
+            commands = self._ledger.commands_with_wait(claim)
             packed = connection.pack_commands(commands)  # type: ignore[no-untyped-call]  # untyped in redis-py
             connection.send_packed_command(packed)  # type: ignore[no-untyped-call]  # untyped in redis-py
             # The claim's own answer first (an error reply raises here): once read, nothing that
@@ -285,13 +190,6 @@ class RedisGuard:
             if not both_read:  # a reply may still be on its way: never reuse the socket
                 connection.disconnect()  # type: ignore[no-untyped-call]  # untyped in redis-py
             pool.release(connection)
-
-    def close(self) -> None:
-        """Close the client and its connections."""
-        self._client.close()
-
-    def __repr__(self) -> str:
-        return describe("RedisGuard", self._ledger.settings)
 
 
 def _refresh_slots(client: redis.cluster.RedisCluster) -> None:
