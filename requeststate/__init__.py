@@ -20,23 +20,45 @@ server in one line.
 
 from __future__ import annotations
 
-from ._codec import Codec, decode, encode, verify
+from ._claims import Claims
+from ._codec import CallOptions, Codec, decode, encode, verify
+from ._env import ENV_KEYS, ENV_MODE, ENV_TTL
 from ._errors import InvalidToken, KeyBudgetExhausted, Reason
 from ._guard import AsyncGuard, Guard, GuardUnavailable, MemoryGuard
 from ._keys import KeyRing, Keys
 from ._modes import Mode, ModeName, Modes, ModeSpec
-from ._options import DEFAULT_MAX_TOKEN_BYTES, DEFAULT_TTL, MAX_TTL, CodecOptions
+from ._options import (
+    DEFAULT_LEEWAY,
+    DEFAULT_MAX_TOKEN_BYTES,
+    DEFAULT_MODE,
+    DEFAULT_TTL,
+    MAX_TTL,
+    CodecOptions,
+    Context,
+)
 from ._payload import MAX_JSON_DEPTH
+from ._peek import Peek, peek
+from ._secrets import MIN_SECRET_BYTES, SecretEncoding
 from ._token_id import minted_at
+from ._version import __version__
 
 __all__ = [
+    "DEFAULT_LEEWAY",
     "DEFAULT_MAX_TOKEN_BYTES",
+    "DEFAULT_MODE",
     "DEFAULT_TTL",
+    "ENV_KEYS",
+    "ENV_MODE",
+    "ENV_TTL",
     "MAX_JSON_DEPTH",
     "MAX_TTL",
+    "MIN_SECRET_BYTES",
     "AsyncGuard",
+    "CallOptions",
+    "Claims",
     "Codec",
     "CodecOptions",
+    "Context",
     "Guard",
     "GuardUnavailable",
     "InvalidToken",
@@ -48,11 +70,13 @@ __all__ = [
     "ModeName",
     "ModeSpec",
     "Modes",
+    "Peek",
     "Reason",
+    "SecretEncoding",
+    "__version__",
     "decode",
     "encode",
     "minted_at",
+    "peek",
     "verify",
 ]
-
-__version__ = "0.3.0"

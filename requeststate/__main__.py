@@ -1,5 +1,5 @@
 """``python -m requeststate``: the command line."""
 
-from ._cli import console
+from .cli import console
 
 console()

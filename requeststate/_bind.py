@@ -1,4 +1,4 @@
-"""What a token is bound to: the bind input of an identity, and each key's bind tag of it.
+"""What a token is bound to: the bind input of an identity, which each key's bind tag covers.
 
 docs/wire-format.md, "The bind tag": ``b = hex(HMAC-SHA256(mac_key, bind_input))``,
 where ``bind_input`` is ``subject``, or ``subject + "\\0" + tool``.
@@ -6,12 +6,9 @@ where ``bind_input`` is ``subject``, or ``subject + "\\0" + tool``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import Final
 
-if TYPE_CHECKING:
-    from ._keys import SubKeys
-
-__all__ = ["BoundKey", "bind_input"]
+__all__ = ["bind_input"]
 
 # JSON's whitespace: what may stand before the "{" that opens a payload.
 _JSON_SPACE: Final = " \t\r\n"
@@ -45,13 +42,3 @@ def bind_input(subject: object, tool: object) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("subject and tool must be valid Unicode (no lone surrogates)") from None
-
-
-class BoundKey(NamedTuple):
-    """One key of a ring with the bind tag of one identity under it."""
-
-    key: SubKeys
-    bind_tag: str
-    """64 lowercase hex: what the payload's ``b`` must equal."""
-    aad: bytes
-    """``bind_tag`` as ASCII: the associated data of the encrypted modes."""

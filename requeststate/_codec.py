@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any, Final, Unpack, final
+from typing import Any, Final, Unpack, cast, final
 
+from ._bounds import INT64_MIN, check_int
+from ._claims import Claims
 from ._envelope import open_token, seal_token
 from ._errors import InvalidToken
-from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, tell_lifetime
+from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, is_async_guard, tell_lifetime
 from ._keys import KeyRing, Keys, as_key_ring
-from ._metrics import Counts
-from ._modes import Mode, Modes, modes_from_env, wire_modes
-from ._options import DEFAULT_TTL, CodecOptions, check_options, guard_is_async, now_from, ttl_from_env
+from ._metrics import Counts, Meter
+from ._modes import MODE_BY_PREFIX, Mode, modes_from_env, wire_of
+from ._options import DEFAULT_MODE, DEFAULT_TTL, CodecOptions, Context, check_options, ttl_from_env
 from ._payload import T, read_state
-from ._token_id import TOKEN_ID_BYTES, claim_id
+from ._token_id import TOKEN_ID_BYTES
 
-__all__ = ["Codec", "decode", "encode", "verify"]
+__all__ = ["CallOptions", "Codec", "decode", "encode", "verify"]
+
+
+def now_from(now: object, clock: Callable[[], float] | None) -> int:
+    """The time a call runs at: ``now`` if given (an int), else the clock's reading, in whole seconds."""
+    if now is None:
+        # time.time is looked up per call, so a test's patched clock (freezegun) is seen.
+        return int(time.time() if clock is None else clock())
+    return check_int("now", now, INT64_MIN)
 
 
 @final
@@ -26,33 +37,33 @@ class Codec:
 
     Args:
         keys: a ``KeyRing`` (its first key mints, every key verifies), or one raw secret.
-        mode: ``"signed"`` (the client can read the state, not change it), ``"encrypted"``
-            (neither) or ``"xchacha"`` (encrypted, with no per-key budget), a ``Mode``, or
-            a tuple while migrating (the first mints). The server chooses, never the token.
-        **options: see ``CodecOptions``. A bad one raises ``TypeError`` or ``ValueError``.
+        **options: see ``CodecOptions``: ``mode`` (default ``"encrypted"``), ``ttl``,
+            ``leeway``, ``max_token_bytes``, ``guard``, ``clock``, ``metrics``. A bad
+            one raises ``TypeError`` or ``ValueError``.
 
+    Each call takes the ``Context`` it runs in by keyword: ``subject``, ``tool`` and ``now``.
     Immutable and safe to share between threads; its repr never shows key bytes.
     """
 
-    def __init__(self, keys: Keys, /, *, mode: Modes, **options: Unpack[CodecOptions]) -> None:
+    def __init__(self, keys: Keys, /, **options: Unpack[CodecOptions]) -> None:
         self._keys: Final = as_key_ring(keys)
-        self._modes, self._wires = wire_modes(mode)
-        self._ttl, self._leeway, self._max_bytes, self._guard, self._clock, meter = check_options(options)
-        self._counts: Final = None if meter is None else Counts(meter, self._modes)
-        self._guard_is_async: Final = guard_is_async(self._guard)
-        tell_lifetime(self._guard, self._ttl + self._leeway)
+        settings = check_options(options)
+        self._settings: Final = settings
+        self._wires: Final = tuple(map(wire_of, settings.mode))
+        # Read on every token: kept as attributes of their own.
+        self._leeway: Final = settings.leeway
+        self._max_bytes: Final = settings.max_token_bytes
+        self._guard: Final = settings.guard
+        self._clock: Final = settings.clock
+        self._counts: Final = None if settings.metrics is None else Counts(settings.metrics, settings.mode)
+        self._guard_is_async: Final = is_async_guard(settings.guard)
+        tell_lifetime(settings.guard, settings.ttl + settings.leeway)
         # One read of the CSPRNG per token: the minting mode's nonce, then the token id's random bits.
         self._nonce_bytes: Final = self._wires[0].nonce_bytes
         self._random_bytes: Final = self._nonce_bytes + TOKEN_ID_BYTES
 
     @classmethod
-    def from_env(
-        cls,
-        *,
-        environ: Mapping[str, str] | None = None,
-        mode: Modes = "encrypted",
-        **options: Unpack[CodecOptions],
-    ) -> Codec:
+    def from_env(cls, *, environ: Mapping[str, str] | None = None, **options: Unpack[CodecOptions]) -> Codec:
         """The codec the deployment configures: ``REQUESTSTATE_KEYS`` (required), ``_MODE`` and ``_TTL``.
 
         The recommended set-up for servers (docs/deployment.md). The variables, when set, win
@@ -61,7 +72,23 @@ class Codec:
         """
         environ = os.environ if environ is None else environ  # a default's repr shows in help(): no keys
         options["ttl"] = ttl_from_env(environ, options.get("ttl", DEFAULT_TTL))
-        return cls(KeyRing.from_env(environ=environ), mode=modes_from_env(environ, mode), **options)
+        options["mode"] = modes_from_env(environ, options.get("mode", DEFAULT_MODE))
+        return cls(KeyRing.from_env(environ=environ), **options)
+
+    def replace(self, **changes: Unpack[CodecOptions]) -> Codec:
+        """A codec with the same keys and options, but for ``changes``: as ``dataclasses.replace`` does.
+
+        ``codec.replace(guard=None)``, ``codec.replace(mode="signed", ttl=60)``. Each
+        option is checked again, as by ``Codec``. For other keys: ``Codec(keys, **codec.options)``.
+        """
+        options = self.options
+        options.update(changes)
+        return Codec(self._keys, **options)
+
+    @property
+    def options(self) -> CodecOptions:
+        """Every option of this codec, defaults filled in: ``Codec(keys, **codec.options)`` is its like."""
+        return self._settings.as_options()
 
     @property
     def keys(self) -> KeyRing:
@@ -71,12 +98,12 @@ class Codec:
     @property
     def modes(self) -> tuple[Mode, ...]:
         """The accepted modes, in order; the first mints."""
-        return self._modes
+        return self._settings.mode
 
     @property
     def ttl(self) -> int:
         """Seconds a minted token lives."""
-        return self._ttl
+        return self._settings.ttl
 
     @property
     def leeway(self) -> int:
@@ -98,72 +125,60 @@ class Codec:
         """The clock read when a call passes no ``now``; ``None``: ``time.time``."""
         return self._clock
 
+    @property
+    def metrics(self) -> Meter | None:
+        """The OpenTelemetry meter tokens are counted on, or ``None``: nothing is counted."""
+        return self._settings.metrics
+
     def __repr__(self) -> str:
         guard = "" if self._guard is None else f", guard={type(self._guard).__name__}"
-        return f"Codec(keys={self._keys!r}, mode={','.join(self._modes)}, ttl={self._ttl}{guard})"
+        return f"Codec(keys={self._keys!r}, mode={','.join(self.modes)}, ttl={self.ttl}{guard})"
 
-    def encode(
-        self, state: object, /, *, subject: str = "", tool: str | None = None, now: int | None = None
-    ) -> str:
+    def encode(self, state: object, /, **context: Unpack[Context]) -> str:
         """Mint a token that carries ``state`` for ``ttl`` seconds, bound to ``subject`` and ``tool``.
 
         Args:
             state: a ``str``, carried as is, or any value msgspec encodes, as its JSON text
                 (not ``bytes``: a ``TypeError`` says to pass the value, or its text).
-            subject: the authenticated user, from the auth context (never the request); ``""``: none.
-            tool: the tool, prompt or resource the state belongs to; ``None`` binds the subject alone.
-            now: unix seconds to mint at; the codec's clock when ``None``.
+            **context: ``subject`` (the authenticated user, from the auth context, never the
+                request; ``""``: none), ``tool`` (the tool, prompt or resource the state belongs
+                to; ``None`` binds the subject alone) and ``now`` (unix seconds to mint at; the
+                codec's clock when ``None``). See ``Context``.
 
         Raises:
             TypeError, ValueError: an invalid identity (docs/wire-format.md, "The bind tag"), a
                 state msgspec cannot encode, a token over ``max_token_bytes``, or a bad ``now``.
             KeyBudgetExhausted: the minting key has sealed its AES-GCM limit.
         """
-        minted = now_from(now, self._clock)
+        minted = now_from(context.get("now"), self._clock)
         random = os.urandom(self._random_bytes)
         nonce, token_id = random[: self._nonce_bytes], random[self._nonce_bytes :].hex()
-        exp = minted + self._ttl
         token = seal_token(
-            state, self._wires[0], self._keys, subject, tool, exp, nonce, token_id, minted, self._max_bytes
+            state,
+            self._wires[0],
+            self._keys,
+            context.get("subject", ""),
+            context.get("tool"),
+            minted + self._settings.ttl,
+            nonce,
+            token_id,
+            minted,
+            self._max_bytes,
         )
         if self._counts is not None:
             self._counts.minted()
         return token
 
-    def _checked(
-        self, token: object, subject: object, tool: object, now: object, type: Any, *, raising: bool
-    ) -> Any:
-        # verify and decode in one: a refusal is counted, then raised or None (docs/performance.md).
-        if self._guard_is_async:
-            raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        now = now_from(now, self._clock)
-        try:
-            payload, wire = open_token(
-                token, self._wires, self._keys, subject, tool, now, self._leeway, self._max_bytes
-            )
-            state = payload.s if type is None else read_state(payload.s, type)
-            if self._guard is not None:
-                claim(self._guard, claim_id(payload.id, payload.iat), payload.exp + self._leeway, now)
-        except InvalidToken as refused:
-            if self._counts is not None:
-                self._counts.refused(refused.reason)
-            if raising:
-                raise
-            return None
-        if self._counts is not None:
-            self._counts.accepted(wire.prefix, self._guard is not None)
-        return state
+    def open(self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]) -> Claims[T]:
+        """The claims of a token that passes every check of ``verify``: its state, expiry, id, mode and key.
 
-    def verify(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: type[T] | None = None,
-    ) -> T:
+        ``verify`` returns ``open(...).state``; ``open`` is for a caller who also needs
+        the token's ``exp`` or id (a log line, a store of its own). The arguments and
+        the errors are ``verify``'s.
+        """
+        return self._opened(token, type, context, raising=True)  # type: ignore[return-value]
+
+    def verify(self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]) -> T:
         """Return the state a token carries, or raise ``InvalidToken`` saying why not.
 
         The checks run in the order ``open_token`` documents (authentication first),
@@ -171,28 +186,21 @@ class Codec:
 
         Args:
             token: the echoed ``requestState``, as the client sent it (any type).
-            subject, tool: the identity the token must be bound to, as at ``encode``.
-                An invalid identity (of any type) is a refusal, never an error.
-            now: unix seconds to verify at; the codec's clock when ``None``.
             type: decode the state's JSON text as this type (msgspec, strict);
                 without it, the state is its text, a ``str``.
+            **context: ``subject`` and ``tool``, the identity the token must be bound to,
+                as at ``encode`` (an invalid identity, of any type, is a refusal, never an
+                error), and ``now``, unix seconds to verify at (the codec's clock when ``None``).
 
         Raises:
             InvalidToken: the token is refused; ``.reason`` is for logs only.
             TypeError, ValueError: the guard is async (use ``averify``), or ``now`` is
                 not an int from -2**63 to 2**63-1.
         """
-        return self._checked(token, subject, tool, now, type, raising=True)  # type: ignore[no-any-return]
+        return self.open(token, type=type, **context).state
 
     def decode(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: type[T] | None = None,
+        self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]
     ) -> T | None:
         """Return the state a token carries, or ``None`` if it is refused for any reason.
 
@@ -200,109 +208,120 @@ class Codec:
         ``TypeError`` or ``ValueError`` for the caller's own mistakes (an async guard, use
         ``adecode``; a ``now`` that is not an int from -2**63 to 2**63-1).
         """
-        return self._checked(token, subject, tool, now, type, raising=False)  # type: ignore[no-any-return]
+        claims = self._opened(token, type, context, raising=False)
+        return None if claims is None else claims.state
+
+    async def aopen(
+        self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]
+    ) -> Claims[T]:
+        """``open`` for asyncio servers: the checks run inline, then an async guard's claim is awaited."""
+        return await self._aopened(token, type, context, raising=True)  # type: ignore[return-value]
 
     async def averify(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: type[T] | None = None,
+        self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]
     ) -> T:
         """``verify`` for asyncio servers: the checks run inline, then an async guard's claim is awaited."""
-        now = now_from(now, self._clock)
-        try:
-            payload, wire = open_token(
-                token, self._wires, self._keys, subject, tool, now, self._leeway, self._max_bytes
-            )
-            state = payload.s if type is None else read_state(payload.s, type)
-            if self._guard is not None:
-                await aclaim(self._guard, claim_id(payload.id, payload.iat), payload.exp + self._leeway, now)
-        except InvalidToken as refused:
-            if self._counts is not None:
-                self._counts.refused(refused.reason)
-            raise
-        if self._counts is not None:
-            self._counts.accepted(wire.prefix, self._guard is not None)
-        return state  # type: ignore[return-value]
+        return (await self.aopen(token, type=type, **context)).state
 
     async def adecode(
-        self,
-        token: object,
-        /,
-        *,
-        subject: str = "",
-        tool: str | None = None,
-        now: int | None = None,
-        type: type[T] | None = None,
+        self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]
     ) -> T | None:
         """``decode`` for asyncio servers: awaits an async guard; ``None`` for every refusal."""
+        claims = await self._aopened(token, type, context, raising=False)
+        return None if claims is None else claims.state
+
+    def _checked(self, token: object, type: Any, context: Context) -> tuple[Claims[Any], int]:
+        """Every check but the guard's, and the time they ran at; ``InvalidToken`` at the first that fails."""
+        now = now_from(context.get("now"), self._clock)
+        payload, wire, key = open_token(
+            token,
+            self._wires,
+            self._keys,
+            context.get("subject", ""),
+            context.get("tool"),
+            now,
+            self._leeway,
+            self._max_bytes,
+        )
+        state = payload.s if type is None else read_state(payload.s, type)
+        mode = MODE_BY_PREFIX[wire.prefix]
+        return Claims(state, payload.exp, payload.id, payload.iat, mode, key.key.fingerprint), now
+
+    def _opened(self, token: object, type: Any, context: Context, *, raising: bool) -> Claims[Any] | None:
+        if self._guard_is_async:
+            raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
         try:
-            return await self.averify(token, subject=subject, tool=tool, now=now, type=type)
-        except InvalidToken:
+            claims, now = self._checked(token, type, context)
+            if self._guard is not None:
+                claim(self._guard, claims.claim_id, claims.exp + self._leeway, now)
+        except InvalidToken as refused:
+            self._refused(refused, raising)
             return None
+        return self._accepted(claims)
+
+    async def _aopened(
+        self, token: object, type: Any, context: Context, *, raising: bool
+    ) -> Claims[Any] | None:
+        try:
+            claims, now = self._checked(token, type, context)
+            if self._guard is not None:
+                await aclaim(self._guard, claims.claim_id, claims.exp + self._leeway, now)
+        except InvalidToken as refused:
+            self._refused(refused, raising)
+            return None
+        return self._accepted(claims)
+
+    def _refused(self, refused: InvalidToken, raising: bool) -> None:
+        # Counted, then raised (open, verify) or answered None (decode): docs/performance.md.
+        if self._counts is not None:
+            self._counts.refused(refused.reason)
+        if raising:
+            raise refused
+
+    def _accepted(self, claims: Claims[Any]) -> Claims[Any]:
+        if self._counts is not None:
+            self._counts.accepted(claims.mode, self._guard is not None)
+        return claims
+
+
+class CallOptions(CodecOptions, Context, total=False):
+    """What a module function takes: the codec's options (``CodecOptions``) and the call's ``Context``."""
+
+
+_CONTEXT_NAMES: Final = tuple(Context.__optional_keys__)
 
 
 # The functions: one Codec per distinct set of options, built on first use.
 @lru_cache(maxsize=64)
-def _cached_codec(keys: Keys, mode: Modes, options: tuple[tuple[str, type, object], ...]) -> Codec:
-    return Codec(keys, mode=mode, **{name: value for name, _, value in options})  # type: ignore[arg-type]
+def _cached_codec(keys: Keys, options: tuple[tuple[str, type, object], ...]) -> Codec:
+    return Codec(keys, **{name: value for name, _, value in options})  # type: ignore[arg-type]
 
 
-def _codec(keys: Keys, mode: Modes, options: CodecOptions) -> Codec:
+def _codec_and_context(keys: Keys, options: CallOptions) -> tuple[Codec, Context]:
+    context = cast("Context", {name: options.pop(name) for name in _CONTEXT_NAMES if name in options})  # type: ignore[misc]
     # Each value's type is in the key: True == 1 and hashes alike, yet is no valid ttl of 1.
     key = tuple((name, type(value), value) for name, value in sorted(options.items()))
     try:
-        return _cached_codec(keys, mode, key)
+        return _cached_codec(keys, key), context
     except TypeError:  # an unhashable guard or clock: a codec for this call (or the option's own error)
-        return Codec(keys, mode=mode, **options)
+        return Codec(keys, **options), context  # type: ignore[misc]
 
 
-def encode(
-    state: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    now: int | None = None,
-    **options: Unpack[CodecOptions],
-) -> str:
-    """A new token: ``Codec(keys, mode=mode, **options).encode(state, ...)``, the codec cached."""
-    return _codec(keys, mode, options).encode(state, subject=subject, tool=tool, now=now)
+def encode(state: object, keys: Keys, /, **options: Unpack[CallOptions]) -> str:
+    """A new token: ``Codec(keys, **codec_options).encode(state, **context)``, the codec cached."""
+    codec, context = _codec_and_context(keys, options)
+    return codec.encode(state, **context)
 
 
-def verify(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    now: int | None = None,
-    type: type[T] | None = None,
-    **options: Unpack[CodecOptions],
-) -> T:
-    """A token's state, or ``InvalidToken``: ``Codec(keys, mode=mode, **options).verify(...)``, cached."""
-    return _codec(keys, mode, options).verify(token, subject=subject, tool=tool, now=now, type=type)
+def verify(token: object, keys: Keys, /, *, type: type[T] | None = None, **options: Unpack[CallOptions]) -> T:
+    """A token's state, or ``InvalidToken``: ``Codec(keys, **codec_options).verify(token, ...)``, cached."""
+    codec, context = _codec_and_context(keys, options)
+    return codec.verify(token, type=type, **context)
 
 
 def decode(
-    token: object,
-    keys: Keys,
-    /,
-    *,
-    mode: Modes,
-    subject: str = "",
-    tool: str | None = None,
-    now: int | None = None,
-    type: type[T] | None = None,
-    **options: Unpack[CodecOptions],
+    token: object, keys: Keys, /, *, type: type[T] | None = None, **options: Unpack[CallOptions]
 ) -> T | None:
-    """A token's state, or ``None`` if refused: ``Codec(keys, mode=mode, **options).decode(...)``, cached."""
-    return _codec(keys, mode, options).decode(token, subject=subject, tool=tool, now=now, type=type)
+    """A token's state, or ``None`` if refused: ``Codec(keys, **codec_options).decode(...)``, cached."""
+    codec, context = _codec_and_context(keys, options)
+    return codec.decode(token, type=type, **context)

@@ -14,9 +14,8 @@ from typing import Final, Protocol, final
 from cryptography.exceptions import InvalidTag
 
 from ._base64 import b64decode, b64encode
-from ._bind import BoundKey
 from ._errors import InvalidToken, Reason
-from ._keys import SubKeys
+from ._keys import BoundKey, SubKeys
 
 __all__ = ["ENCRYPTED", "XCHACHA", "AeadMode"]
 
@@ -42,7 +41,7 @@ def _xchacha(key: SubKeys) -> Aead:
 class AeadMode:
     """``prefix + B64(nonce || ciphertext || tag)`` under the AEAD ``cipher(key)`` gives."""
 
-    __slots__ = ("_cipher", "_counts_seals", "nonce_bytes", "prefix", "shortest_blob")
+    __slots__ = ("_cipher", "_counts_seals", "_shortest_blob", "nonce_bytes", "prefix")
 
     def __init__(
         self, prefix: str, nonce_bytes: int, cipher: Callable[[SubKeys], Aead], *, counts_seals: bool
@@ -52,8 +51,8 @@ class AeadMode:
         self._cipher: Final = cipher
         # Random 96-bit nonces allow 2^32 seals per key; longer nonces need no count.
         self._counts_seals: Final = counts_seals
-        # The shortest well-formed body: a nonce and a tag (requeststate inspect checks it too).
-        self.shortest_blob: Final = nonce_bytes + _TAG_BYTES
+        # The shortest well-formed body: a nonce and a tag.
+        self._shortest_blob: Final = nonce_bytes + _TAG_BYTES
 
     def seal(self, payload: bytes, minting: BoundKey, nonce: bytes) -> str:
         """Encrypt ``payload`` under ``nonce``, which must never repeat under a key, with the bind tag as AAD.
@@ -65,22 +64,35 @@ class AeadMode:
         sealed = self._cipher(minting.key).encrypt(nonce, payload, minting.aad)
         return self.prefix + b64encode(nonce + sealed)
 
-    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, str]:
-        """The decrypted payload and the bind tag it authenticated under.
+    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, BoundKey]:
+        """The decrypted payload and the key it authenticated under, with its bind tag.
 
         Raises:
             InvalidToken: ``malformed`` framing, or ``bad_signature`` under every key.
         """
-        blob = b64decode(token[len(self.prefix) :])
-        if blob is None or len(blob) < self.shortest_blob:
-            raise InvalidToken(Reason.MALFORMED)
+        blob = self._framed(token)
         nonce, sealed = blob[: self.nonce_bytes], blob[self.nonce_bytes :]
-        for key, bind_tag, aad in bound:
+        for sealer in bound:
             try:
-                return self._cipher(key).decrypt(nonce, sealed, aad), bind_tag
+                return self._cipher(sealer.key).decrypt(nonce, sealed, sealer.aad), sealer
             except InvalidTag:  # both AEADs raise it for a tag that does not verify
                 continue
         raise InvalidToken(Reason.BAD_SIGNATURE)
+
+    def peek(self, token: str) -> None:
+        """Nothing: a sealed token shows no payload without its key. Checks the framing only.
+
+        Raises:
+            InvalidToken: ``malformed`` framing (not a nonce and a tag in base64url).
+        """
+        self._framed(token)
+
+    def _framed(self, token: str) -> bytes:
+        """The decoded body, at least a nonce and a tag long; ``InvalidToken(malformed)`` otherwise."""
+        blob = b64decode(token[len(self.prefix) :])
+        if blob is None or len(blob) < self._shortest_blob:
+            raise InvalidToken(Reason.MALFORMED)
+        return blob
 
     def __repr__(self) -> str:
         return f"AeadMode({self.prefix!r})"

@@ -15,11 +15,10 @@ from typing import Final
 
 import msgspec
 
-from ._bind import BoundKey
+from ._bounds import INT64_MAX
 from ._errors import InvalidToken, Reason
-from ._keys import KeyRing
+from ._keys import BoundKey, KeyRing
 from ._modes import WireMode, wire_for
-from ._options import INT64_MAX
 from ._payload import Payload, build_payload, parse_payload
 
 __all__ = ["open_token", "seal_token"]
@@ -80,8 +79,10 @@ def open_token(
     now: int,
     leeway: int,
     max_bytes: int,
-) -> tuple[Payload, WireMode]:
-    """The payload of ``token`` and its mode: one of ``wires``, bound to the identity, valid at ``now``.
+) -> tuple[Payload, WireMode, BoundKey]:
+    """The payload of ``token``, its mode (one of ``wires``) and the key it verified under.
+
+    The token must be bound to the identity and valid at ``now``.
 
     The checks, in order; authentication comes before any claim is read:
     type and size, prefix, the identity's validity (before any decoding),
@@ -100,14 +101,14 @@ def open_token(
         bound = keys.bound(subject, tool)
     except (TypeError, ValueError):  # an invalid identity, of any type, is a refusal
         raise InvalidToken(Reason.WRONG_BINDING) from None
-    authenticated, bind_tag = wire.open(token, bound)
+    authenticated, key = wire.open(token, bound)
     payload = parse_payload(authenticated)
     if now > payload.exp + leeway:
         raise InvalidToken(Reason.EXPIRED)
     try:
-        bound_here = hmac.compare_digest(payload.b, bind_tag)
+        bound_here = hmac.compare_digest(payload.b, key.bind_tag)
     except TypeError:  # compare_digest takes only ASCII: such a b is no bind tag at all
         bound_here = False
     if not bound_here:
         raise InvalidToken(Reason.WRONG_BINDING)
-    return payload, wire
+    return payload, wire, key

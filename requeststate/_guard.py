@@ -10,13 +10,14 @@ fails closed.
 from __future__ import annotations
 
 import heapq
+import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Final, Protocol, final
 
+from ._bounds import check_int
 from ._errors import InvalidToken, Reason
-from ._options import check_int
 
 __all__ = [
     "ASYNC_GUARD_NEEDS_AWAIT",
@@ -27,7 +28,9 @@ __all__ = [
     "MemoryGuard",
     "aclaim",
     "check_claim_window",
+    "check_guard",
     "claim",
+    "is_async_guard",
     "tell_lifetime",
 ]
 
@@ -83,6 +86,23 @@ def check_claim_window(expires_at: int, now: int) -> None:
     """Refuse a claim whose window is already over: the caller verified an expired token."""
     if expires_at < now:
         raise ValueError("expires_at is before now: an expired token has nothing to claim")
+
+
+def check_guard(guard: object) -> None:
+    """Refuse what cannot be a replay guard: a class, or an object with no callable ``claim``."""
+    if guard is None:
+        return
+    if isinstance(guard, type):
+        raise TypeError(f"guard must be an instance, such as {guard.__name__}(), not the class itself")
+    if not callable(getattr(guard, "claim", None)):
+        raise TypeError(
+            f"guard must have a claim(token_id, expires_at, now) method; a {type(guard).__name__} has none"
+        )
+
+
+def is_async_guard(guard: object) -> bool:
+    """Whether ``guard.claim`` is a coroutine function (an ``AsyncGuard``)."""
+    return inspect.iscoroutinefunction(getattr(guard, "claim", None))
 
 
 def tell_lifetime(guard: object, lifetime: int) -> None:

@@ -8,16 +8,18 @@ import os
 import threading
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Final, NoReturn, TypeAlias, final
+from typing import TYPE_CHECKING, Final, NamedTuple, NoReturn, TypeAlias, final
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.hmac import HMAC
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ._bind import BoundKey, bind_input
+from ._base64 import b64encode
+from ._bind import bind_input
+from ._bounds import check_int
+from ._env import ENV_KEYS
 from ._errors import KeyBudgetExhausted
-from ._options import check_int
 from ._secrets import DECODERS, MIN_SECRET_BYTES, SecretEncoding, check_secret, decode_secret
 
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AESGCM_NONCE_LIMIT",
     "MAX_KEYS",
+    "BoundKey",
     "KeyRing",
     "Keys",
     "SubKeys",
@@ -141,6 +144,16 @@ class SubKeys:
         raise TypeError("SubKeys cannot be pickled: it holds derived key material")
 
 
+class BoundKey(NamedTuple):
+    """One key of a ring with the bind tag of one identity under it."""
+
+    key: SubKeys
+    bind_tag: str
+    """64 lowercase hex: what the payload's ``b`` must equal."""
+    aad: bytes
+    """``bind_tag`` as ASCII: the associated data of the encrypted modes."""
+
+
 @final
 class KeyRing:
     """An ordered, immutable set of operator secrets: the first mints, all verify.
@@ -213,10 +226,20 @@ class KeyRing:
         object.__setattr__(ring, "_ephemeral", True)
         return ring
 
+    @staticmethod
+    def generate_secret(size: int = MIN_SECRET_BYTES) -> str:
+        """A new secret of ``size`` bytes from the OS CSPRNG, as unpadded base64url: what ``from_env`` reads.
+
+        ``requeststate keygen`` prints one. Put it first in ``REQUESTSTATE_KEYS`` on every server
+        that shares the tokens. Raises ``ValueError`` for fewer than 32 bytes.
+        """
+        check_int("size", size, MIN_SECRET_BYTES)
+        return b64encode(os.urandom(size))
+
     @classmethod
     def from_env(
         cls,
-        name: str = "REQUESTSTATE_KEYS",
+        name: str = ENV_KEYS,
         /,
         *,
         environ: Mapping[str, str] | None = None,

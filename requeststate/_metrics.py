@@ -17,7 +17,8 @@ from functools import cache
 from typing import Final, Protocol, final
 
 from ._errors import Reason
-from ._modes import MODE_BY_PREFIX, Mode
+from ._modes import Mode
+from ._version import __version__
 
 __all__ = ["Counts", "Meter", "default_meter"]
 
@@ -49,8 +50,6 @@ def default_meter() -> Meter | None:
         from opentelemetry import metrics
     except ImportError:  # another opentelemetry distribution, without the API
         return None
-    from . import __version__
-
     return metrics.get_meter("requeststate", __version__)
 
 
@@ -83,9 +82,7 @@ class Counts:
         # whatever the client sent, is the codec's: its modes, so no client
         # chooses an attribute's value.
         self._minting: Final = {"mode": modes[0].value, **attributes}
-        self._by_prefix: Final = {
-            prefix: {"mode": mode.value, **attributes} for prefix, mode in MODE_BY_PREFIX.items()
-        }
+        self._by_mode: Final = {mode: {"mode": mode.value, **attributes} for mode in Mode}
         configured = ",".join(mode.value for mode in modes)
         self._by_reason: Final = {
             reason: {"mode": configured, "reason": reason.value, **attributes} for reason in Reason
@@ -95,11 +92,11 @@ class Counts:
         """Count a token minted."""
         _add(self._minted, self._minting)
 
-    def accepted(self, prefix: str, claimed: bool) -> None:
-        """Count a token of the mode of ``prefix`` accepted; ``claimed``: a replay guard claimed its id."""
-        _add(self._accepted, self._by_prefix[prefix])
+    def accepted(self, mode: Mode, claimed: bool) -> None:
+        """Count a token of ``mode`` accepted; ``claimed``: a replay guard claimed its id."""
+        _add(self._accepted, self._by_mode[mode])
         if claimed:
-            _add(self._claims, self._by_prefix[prefix])
+            _add(self._claims, self._by_mode[mode])
 
     def refused(self, reason: Reason) -> None:
         """Count a token refused for ``reason``."""

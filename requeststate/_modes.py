@@ -6,9 +6,10 @@ import enum
 from collections.abc import Mapping
 from typing import Final, Literal, Protocol, TypeAlias
 
-from ._bind import BoundKey
 from ._encrypted import ENCRYPTED, XCHACHA
+from ._env import ENV_MODE
 from ._errors import InvalidToken, Reason
+from ._keys import BoundKey
 from ._signed import SIGNED
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "modes_from_env",
     "wire_for",
     "wire_modes",
+    "wire_of",
 ]
 
 
@@ -35,6 +37,11 @@ class Mode(enum.StrEnum):
     XCHACHA = "xchacha"
     """``v1x.``: XChaCha20-Poly1305, as ``ENCRYPTED`` without the 2^32 tokens per key
     limit of random 96-bit nonces. Our extension: mcp.d does not read it."""
+
+    @property
+    def prefix(self) -> str:
+        """What every token of this mode starts with: ``v1.``, ``v1e.`` or ``v1x.``."""
+        return _WIRE[self].prefix
 
 
 ModeName: TypeAlias = Literal["signed", "encrypted", "xchacha"]
@@ -53,7 +60,8 @@ class WireMode(Protocol):
     @property
     def nonce_bytes(self) -> int: ...
     def seal(self, payload: bytes, minting: BoundKey, nonce: bytes) -> str: ...
-    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, str]: ...
+    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, BoundKey]: ...
+    def peek(self, token: str) -> bytes | None: ...
 
 
 # Keyed by Mode, a str enum: "signed" and Mode.SIGNED find the same entry.
@@ -80,6 +88,11 @@ def _wire_mode(mode: object) -> tuple[Mode, WireMode]:
     if wire is None:
         raise ValueError(f"mode must be a Mode or one of {choices}, got {mode!r}")
     return Mode(mode), wire
+
+
+def wire_of(mode: Mode) -> WireMode:
+    """The wire format of ``mode``."""
+    return _WIRE[mode]
 
 
 def wire_modes(modes: object) -> tuple[tuple[Mode, ...], tuple[WireMode, ...]]:
@@ -110,7 +123,7 @@ def wire_for(token: str, wires: tuple[WireMode, ...]) -> WireMode:
     raise InvalidToken(Reason.WRONG_MODE if dot and version in _VERSIONS else Reason.MALFORMED)
 
 
-def modes_from_env(environ: Mapping[str, str], default: Modes, name: str = "REQUESTSTATE_MODE") -> Modes:
+def modes_from_env(environ: Mapping[str, str], default: Modes, name: str = ENV_MODE) -> Modes:
     """``REQUESTSTATE_MODE``: a mode, or a comma list while migrating (the first mints); else ``default``."""
     text = environ.get(name, "").strip()
     if not text:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import msgspec
 
+from ._bounds import INT64_MAX, INT64_MIN
 from ._errors import InvalidToken, Reason
-from ._options import INT64_MAX, INT64_MIN
 
 __all__ = ["MAX_JSON_DEPTH", "Payload", "T", "build_payload", "parse_payload", "read_state"]
 

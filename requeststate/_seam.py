@@ -1,13 +1,25 @@
-"""The one internal seam: what the integrations use from the core that is no user's API.
+"""The one internal seam: what the integrations take from the core that is no user's API.
 
-``requeststate.mcp``, ``requeststate.redis``, ``requeststate.probe`` and the CLI import
-the public ``requeststate`` and, beside it, only this module (tests/test_imports.py
-checks the import graph). Each name here is private for a reason given beside it.
+``requeststate.mcp``, ``requeststate.redis``, ``requeststate.probe``, ``requeststate.bench``
+and ``requeststate.cli`` import the public ``requeststate`` and, beside it, only this
+module (tests/test_imports.py checks the import graph). Each name is private for a reason:
+
+- ``Counts``: the counters of docs/metrics.md, for an integration that counts with
+  attributes of its own (``requeststate.mcp`` adds each request's method). A user's codec
+  counts by itself; the instruments' names and attributes are the documented surface.
+- ``check_int``: the check of every integer option, so that a Redis guard's options fail
+  in the very words of a codec's ("ttl must be an int from 1 to 86400, got 0").
+- ``check_claim_window``: the ``Guard`` contract's refusal of a claim whose window is
+  over, in one wording for ``MemoryGuard`` and the Redis guards.
+- ``COMMON_SECRETS``: the package's data file of well-known secrets, which ``KeyRing``
+  refuses and the probe guesses: one list for both.
 """
 
 from __future__ import annotations
 
+from ._bounds import check_int
 from ._guard import check_claim_window
-from ._options import check_int
+from ._metrics import Counts
+from ._secrets import COMMON_SECRETS
 
-__all__ = ["check_claim_window", "check_int"]
+__all__ = ["COMMON_SECRETS", "Counts", "check_claim_window", "check_int"]

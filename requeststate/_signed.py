@@ -6,8 +6,8 @@ import hmac
 from typing import Final, final
 
 from ._base64 import b64decode, b64encode_joined
-from ._bind import BoundKey
 from ._errors import InvalidToken, Reason
+from ._keys import BoundKey
 
 __all__ = ["SIGNED", "SignedMode"]
 
@@ -25,25 +25,39 @@ class SignedMode:
         """Sign ``payload``, whose ``b`` is the minting key's bind tag; no nonce is used."""
         return self.prefix + b64encode_joined(payload, minting.key.mac(payload))
 
-    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, str]:
-        """The authenticated payload and the bind tag of the key that signed it.
+    def open(self, token: str, bound: tuple[BoundKey, ...]) -> tuple[bytes, BoundKey]:
+        """The authenticated payload and the key that signed it, with its bind tag.
 
         Raises:
             InvalidToken: ``malformed`` framing, or ``bad_signature`` under every key.
         """
-        # At most four parts: splitting a token of 65,533 dots in full would
-        # cost six valid decodes, at the attacker's choice of how often.
-        parts = token.split(".", 3)
-        if len(parts) != 3:
-            raise InvalidToken(Reason.MALFORMED)
-        payload = b64decode(parts[1])
-        mac = b64decode(parts[2])
-        if payload is None or mac is None or len(mac) != _MAC_BYTES:
-            raise InvalidToken(Reason.MALFORMED)
-        for key, bind_tag, _ in bound:
-            if hmac.compare_digest(key.mac(payload), mac):
-                return payload, bind_tag
+        payload, mac = _framed(token)
+        for signer in bound:
+            if hmac.compare_digest(signer.key.mac(payload), mac):
+                return payload, signer
         raise InvalidToken(Reason.BAD_SIGNATURE)
+
+    def peek(self, token: str) -> bytes:
+        """The payload, NOT authenticated: what anyone who holds the token reads.
+
+        Raises:
+            InvalidToken: ``malformed`` framing.
+        """
+        return _framed(token)[0]
+
+
+def _framed(token: str) -> tuple[bytes, bytes]:
+    """The payload and the MAC of a ``v1.`` token, decoded; ``InvalidToken(malformed)`` if it is not one."""
+    # At most four parts: splitting a token of 65,533 dots in full would
+    # cost six valid decodes, at the attacker's choice of how often.
+    parts = token.split(".", 3)
+    if len(parts) != 3:
+        raise InvalidToken(Reason.MALFORMED)
+    payload = b64decode(parts[1])
+    mac = b64decode(parts[2])
+    if payload is None or mac is None or len(mac) != _MAC_BYTES:
+        raise InvalidToken(Reason.MALFORMED)
+    return payload, mac
 
 
 SIGNED: Final = SignedMode()

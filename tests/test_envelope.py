@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 import requeststate as rs
+from requeststate._bounds import INT64_MAX
 from requeststate._envelope import open_token, seal_token
+from requeststate._keys import BoundKey
 from requeststate._modes import WireMode, wire_modes
-from requeststate._options import INT64_MAX
 from requeststate._payload import Payload
 from tests.conftest import NOW, OTHER_SECRET, SECRET
 from tests.support import reference as ref
@@ -38,7 +39,7 @@ def opened(
     now: int = NOW,
     leeway: int = 0,
     max_bytes: int = MAX,
-) -> tuple[Payload, WireMode]:
+) -> tuple[Payload, WireMode, BoundKey]:
     return open_token(token, wires, RING, subject, tool, now, leeway, max_bytes)
 
 
@@ -72,7 +73,7 @@ def test_seal_is_the_reference_token_for_the_given_randomness(mode: rs.Mode) -> 
 
 @pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
 def test_seal_carries_a_value_that_is_not_a_str_as_its_json_text(mode: rs.Mode) -> None:
-    payload, _ = opened(seal(WIRES[mode], state={"step": 1, "dates": ["2026-12-01"]}))
+    payload, _, _ = opened(seal(WIRES[mode], state={"step": 1, "dates": ["2026-12-01"]}))
     assert payload.s == '{"step":1,"dates":["2026-12-01"]}'
 
 
@@ -117,11 +118,12 @@ def test_seal_refuses_an_identity_that_cannot_be_bound(
 
 
 @pytest.mark.parametrize("mode", list(rs.Mode), ids=str)
-def test_open_returns_the_payload_and_the_mode_the_token_is_in(mode: rs.Mode) -> None:
-    payload, wire = opened(seal(WIRES[mode]))
-    assert (payload, wire) == (
+def test_open_returns_the_payload_the_mode_and_the_key_the_token_is_in(mode: rs.Mode) -> None:
+    payload, wire, key = opened(seal(WIRES[mode]))
+    assert (payload, wire, key) == (
         Payload("state", NOW, ref.bind_tag(SECRET, "alice", "book"), TOKEN_ID, MINTED),
         WIRES[mode],
+        RING.bound("alice", "book")[0],
     )
 
 

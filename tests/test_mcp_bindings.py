@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, InputRequiredResult, RequestParamsMeta
 
 import requeststate as rs
-from requeststate.mcp import Boundary, Options, SDKCodec, arguments_digest, protect
+from requeststate.mcp import Boundary, BoundaryOptions, SDKCodec, arguments_digest, protect
 from requeststate.mcp._binding import authenticated_principal
 from requeststate.mcp._boundary import _logged_id
 from tests.support import spec_tokens as spec
@@ -603,28 +603,16 @@ BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
 def test_boundary_refuses_what_protect_refuses(
     options: dict[str, Any], error: type[Exception], match: str
 ) -> None:
-    # One declaration (Options) for both: the same options fail the same way.
+    # One declaration (BoundaryOptions) for both: the same options fail the same way.
     with pytest.raises(error, match=match):
         Boundary(KEYS, audience="svc", **options)
     with pytest.raises(error, match=match):
         protect(MCPServer("svc"), KEYS, **options)
 
 
-def test_protect_and_boundary_share_one_options_declaration() -> None:
-    assert set(Options.__optional_keys__) == {
-        "mode",
-        "ttl",
-        "leeway",
-        "max_token_bytes",
-        "clock",
-        "guard",
-        "metrics",
-        "on_invalid",
-        "bind",
-        "subject",
-        "audience",
-        "allow_missing_sub",
-    }
+def test_protect_and_boundary_take_every_option_of_the_codec() -> None:
+    # One declaration: a codec option added to the core is a boundary option at once.
+    assert set(rs.CodecOptions.__optional_keys__) < set(BoundaryOptions.__optional_keys__)
 
 
 def test_allow_missing_sub_is_refused_beside_a_subject_source() -> None:

@@ -12,7 +12,7 @@ from tests.conftest import NOW, SECRET
 from tests.support.reference import b64
 
 RING = rs.KeyRing(SECRET)
-OPTION_NAMES = "clock, guard, leeway, max_token_bytes, metrics, ttl"
+OPTION_NAMES = "clock, guard, leeway, max_token_bytes, metrics, mode, ttl"
 
 
 def codec_with(**options: Any) -> rs.Codec:
@@ -199,13 +199,13 @@ def test_no_leeway_by_default() -> None:
         codec.verify(codec.encode("x", now=NOW), now=NOW + 11)
 
 
-def test_the_default_size_limit_is_64_kib() -> None:
-    # Refused as too large only past 65,536 characters; below, for what it is.
+def test_the_default_size_limit_is_128_kib() -> None:
+    # Refused as too large only past 131,072 characters; below, for what it is.
     codec = codec_with()
     with pytest.raises(rs.InvalidToken, match=r"^malformed$"):
-        codec.verify("v1." + "A" * (64 * 1024 - 3))
+        codec.verify("v1." + "A" * (128 * 1024 - 3))
     with pytest.raises(rs.InvalidToken, match=r"^too_large$"):
-        codec.verify("v1." + "A" * (64 * 1024 - 2))
+        codec.verify("v1." + "A" * (128 * 1024 - 2))
 
 
 def test_a_clock_reading_is_taken_in_whole_seconds() -> None:

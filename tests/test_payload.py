@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 import requeststate as rs
-from requeststate._options import INT64_MAX, INT64_MIN
+from requeststate._bounds import INT64_MAX, INT64_MIN
 from requeststate._payload import MAX_JSON_DEPTH, Payload, build_payload, parse_payload, read_state, too_deep
 
 TAG = "0" * 63 + "1"

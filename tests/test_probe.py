@@ -44,7 +44,7 @@ from mcp_types import (
 
 import requeststate as rs
 from requeststate import probe
-from requeststate._cli import main
+from requeststate.cli import main
 from requeststate.probe import _decode as decode
 from requeststate.probe import _edits as edits
 from requeststate.probe import _guess as guess
@@ -107,7 +107,7 @@ def in_process(server: object, **options: Any) -> probe.Report:
 
     async def run() -> probe.Report:
         target = probe.Target(server=server)
-        return await probe.probe(target, probe.Options(**options), server_log=io.StringIO(), timeout=60)
+        return await probe.probe(target, probe.ProbeOptions(**options), server_log=io.StringIO(), timeout=60)
 
     logger = logging.getLogger("mcp")
     saved = logger.level
@@ -460,7 +460,7 @@ def insecure() -> probe.Report:
 
     async def run() -> probe.Report:
         with tempfile.TemporaryFile("w+") as server_log:
-            options = probe.Options(single_use=True, require_confidential=True)
+            options = probe.ProbeOptions(single_use=True, require_confidential=True)
             return await probe.probe(
                 probe.Target(command=tuple(INSECURE)), options, server_log=server_log, timeout=60
             )
@@ -898,7 +898,7 @@ def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
     script = textwrap.dedent(
         """
         import resource, sys
-        from requeststate._cli import main
+        from requeststate.cli import main
         for kind in sys.argv[1:]:
             print(main(["probe", "--json", "--", sys.executable, "-m", "tests.support.probe_hostile", kind]))
         print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
@@ -915,7 +915,7 @@ def test_a_server_flooding_stderr_costs_the_probe_neither_memory_nor_disk_nor_ti
     script = textwrap.dedent(
         """
         import resource, shutil, sys, tempfile, time
-        from requeststate._cli import main
+        from requeststate.cli import main
         started = time.monotonic()
         code = main(["probe", "--timeout", "4", "--", sys.executable, "-m", "tests.support.probe_hostile",
                      "stderr_flood"])

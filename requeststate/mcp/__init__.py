@@ -52,15 +52,15 @@ except ImportError as missing:
 
 from ._binding import Binding, access_token_subject, arguments_digest, request_target
 from ._boundary import INVALID_MESSAGE, Boundary, protect
-from ._config import OnInvalid, Options, SubjectSource
+from ._config import BoundaryOptions, OnInvalid, SubjectSource
 from ._sdk import SDKCodec, sdk_security, use_codec
 
 __all__ = [
     "INVALID_MESSAGE",
     "Binding",
     "Boundary",
+    "BoundaryOptions",
     "OnInvalid",
-    "Options",
     "SDKCodec",
     "SubjectSource",
     "access_token_subject",

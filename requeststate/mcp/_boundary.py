@@ -13,10 +13,10 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, InputRequiredResult
 from mcp_types.methods import INPUT_REQUIRED_METHODS
 
 import requeststate as rs
-from requeststate._metrics import Counts
+from requeststate._seam import Counts
 
 from ._binding import boundary_tool, mcpd_tool
-from ._config import Options, settings
+from ._config import BoundaryOptions, settings
 from ._install import install, warn_if_ephemeral
 
 logger = logging.getLogger("requeststate.mcp")
@@ -91,13 +91,13 @@ class Boundary:
         keys: a ``requeststate.Codec`` (such as ``Codec.from_env()``), whose keys,
             modes, ttl, leeway, max_token_bytes, guard and clock are used; or a
             ``KeyRing`` shared by every worker, or one raw secret.
-        **options: see ``Options``.
+        **options: see ``BoundaryOptions``.
 
     Raises:
         TypeError, ValueError: a bad option (all are checked here).
     """
 
-    def __init__(self, keys: rs.Keys | rs.Codec, /, **options: Unpack[Options]) -> None:
+    def __init__(self, keys: rs.Keys | rs.Codec, /, **options: Unpack[BoundaryOptions]) -> None:
         config = settings(keys, options)
         self._codec: Final = config.codec
         self._on_invalid: Final = config.on_invalid
@@ -189,14 +189,13 @@ class Boundary:
         subject, tool = identity
         token = params["requestState"]
         try:
-            state: str = await self._codec.averify(token, subject=subject, tool=tool)
+            claims: rs.Claims[str] = await self._codec.aopen(token, subject=subject, tool=tool)
         except rs.InvalidToken as refused:
             self._refuse(ctx, refused.reason.value, refused.reason, counts)
             return None, identity
         if counts is not None:
-            # Accepted, so one of our prefixes, which end at the first dot.
-            counts.accepted(token[: token.find(".") + 1], self._claims)
-        return state, identity
+            counts.accepted(claims.mode, self._claims)
+        return claims.state, identity
 
     def _refuse(
         self,
@@ -266,7 +265,7 @@ class Boundary:
 
 
 def protect(
-    server: MCPServer[Any] | Server[Any], keys: rs.Keys | rs.Codec, /, **options: Unpack[Options]
+    server: MCPServer[Any] | Server[Any], keys: rs.Keys | rs.Codec, /, **options: Unpack[BoundaryOptions]
 ) -> Boundary:
     """Protect every ``requestState`` of ``server`` with a requeststate ``Boundary``; return it.
 
@@ -284,7 +283,7 @@ def protect(
     (which has none: the boundary goes right after the SDK's telemetry
     middleware). Middleware you add later with ``append`` runs inside it and
     sees plaintext. ``audience`` defaults to ``server.name`` (as the SDK's
-    boundary does), except under ``bind="mcpd"``. Options: see ``Options``.
+    boundary does), except under ``bind="mcpd"``. Options: see ``BoundaryOptions``.
 
     Logs a warning when ``keys`` is ephemeral, and again on the first request
     that arrives over HTTP: ephemeral keys break every retry across workers.

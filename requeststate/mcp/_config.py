@@ -1,4 +1,4 @@
-"""A boundary's options: declared once (``Options``), checked once, into the codec and counts it runs with."""
+"""A boundary's options: declared once (``BoundaryOptions``), checked once, into its codec and counts."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.methods import INPUT_REQUIRED_METHODS
 
 import requeststate as rs
-from requeststate._guard import tell_lifetime
-from requeststate._metrics import Counts
-from requeststate._options import check_options
+from requeststate._seam import Counts
 
 from ._binding import (
     BINDINGS,
@@ -30,17 +28,16 @@ SubjectSource: TypeAlias = Callable[[ServerRequestContext[Any, Any]], "str | Non
 _ON_INVALID: Final = ("error", "reelicit")
 
 
-class Options(rs.CodecOptions, total=False):
+class BoundaryOptions(rs.CodecOptions, total=False):
     """The options of ``Boundary`` and ``protect``: the codec's own (``requeststate.CodecOptions``) and these.
 
     Every option is checked when the boundary is built; none is read per request.
     Given a ``requeststate.Codec`` in place of keys, the boundary takes ``mode``,
     ``ttl``, ``leeway``, ``max_token_bytes``, ``guard`` and ``clock`` from it,
-    and refuses them here.
+    and refuses them here; ``metrics`` is the boundary's own (it counts by method),
+    by default the codec's meter.
     """
 
-    mode: rs.Modes
-    """``"encrypted"`` (default), ``"signed"``, ``"xchacha"``, or a tuple while migrating (first mints)."""
     on_invalid: OnInvalid
     """``"error"`` (default): the frozen -32602; ``"reelicit"``: drop the state, the handler asks again."""
     bind: Binding
@@ -61,11 +58,11 @@ class Options(rs.CodecOptions, total=False):
 
 # Set on a Codec and nowhere else when one is given: two places to set a ttl would disagree.
 # (metrics= is the boundary's own: it counts by method, on the meter it is given.)
-_CODEC_SETTINGS: Final = ("mode", *(name for name in rs.CodecOptions.__annotations__ if name != "metrics"))
+_CODEC_SETTINGS: Final = tuple(name for name in rs.CodecOptions.__annotations__ if name != "metrics")
 
 
-class Settings(NamedTuple):
-    """``Options`` checked: what a boundary runs with."""
+class BoundarySettings(NamedTuple):
+    """``BoundaryOptions`` checked: what a boundary runs with."""
 
     codec: rs.Codec
     """Counts nothing itself (``metrics=None``): the boundary counts, by method."""
@@ -77,7 +74,7 @@ class Settings(NamedTuple):
     """One per input-required method; empty when nothing is counted."""
 
 
-def settings(keys: rs.Keys | rs.Codec, options: Options) -> Settings:
+def settings(keys: rs.Keys | rs.Codec, options: BoundaryOptions) -> BoundarySettings:
     """Every option checked (each is popped from ``options``), and the boundary's codec and counts built.
 
     Raises:
@@ -97,16 +94,17 @@ def settings(keys: rs.Keys | rs.Codec, options: Options) -> Settings:
         raise ValueError("bind='mcpd' binds no audience (mcp.d does not): leave audience unset")
     if audience is not None and not isinstance(audience, str):
         raise TypeError(f"audience must be a str or None, not {type(audience).__name__}")
-    # The core checks a meter given, and supplies the default: the global provider's.
-    meter = check_options({"metrics": options.pop("metrics")} if "metrics" in options else {}).metrics
-    codec = _codec(keys, options)
+    given = _codec(keys, options)
+    # The boundary counts, by method, on the codec's meter; its own codec counts nothing.
+    meter = given.metrics
+    codec = given.replace(guard=_for_the_loop(given.guard), metrics=None)
     counts: dict[str, Counts] = {}
     if meter is not None:
         counts = {method: Counts(meter, codec.modes, method=method) for method in INPUT_REQUIRED_METHODS}
-    return Settings(codec, on_invalid, bind, subject, audience, counts)
+    return BoundarySettings(codec, on_invalid, bind, subject, audience, counts)
 
 
-def _subject(bind: Binding, options: Options) -> SubjectSource | None:
+def _subject(bind: Binding, options: BoundaryOptions) -> SubjectSource | None:
     allow_missing_sub = options.pop("allow_missing_sub", False)
     if not isinstance(allow_missing_sub, bool):
         raise TypeError(f"allow_missing_sub must be a bool, not {type(allow_missing_sub).__name__}")
@@ -125,31 +123,23 @@ def _subject(bind: Binding, options: Options) -> SubjectSource | None:
     return subject
 
 
-def _codec(keys: rs.Keys | rs.Codec, options: Options) -> rs.Codec:
-    # What is left are the codec's own options, which Codec checks by name and value.
+def _codec(keys: rs.Keys | rs.Codec, options: BoundaryOptions) -> rs.Codec:
+    """The codec of ``keys`` and the options left: the codec's own, which ``Codec`` checks."""
     if not isinstance(keys, rs.Codec):
-        mode = options.pop("mode", rs.Mode.ENCRYPTED)
-        options["guard"] = _for_the_loop(options.get("guard"))
-        options["metrics"] = None
-        return rs.Codec(keys, mode=mode, **cast("rs.CodecOptions", options))
+        return rs.Codec(keys, **cast("rs.CodecOptions", options))
     beside = [name for name in _CODEC_SETTINGS if name in options]
     if beside:
         raise TypeError(
             f"{', '.join(beside)} cannot be passed beside a Codec, which carries its own: set "
             "them on the Codec (rs.Codec(keys, mode=..., ttl=...) or rs.Codec.from_env(...))"
         )
+    if "metrics" in options:
+        return keys.replace(metrics=options.pop("metrics"))
     if options:
-        raise TypeError(f"unexpected option(s) {', '.join(sorted(options))}; see requeststate.mcp.Options")
-    return rs.Codec(
-        keys.keys,
-        mode=keys.modes,
-        ttl=keys.ttl,
-        leeway=keys.leeway,
-        max_token_bytes=keys.max_token_bytes,
-        guard=_for_the_loop(keys.guard),
-        clock=keys.clock,
-        metrics=None,
-    )
+        raise TypeError(
+            f"unexpected option(s) {', '.join(sorted(options))}; see requeststate.mcp.BoundaryOptions"
+        )
+    return keys
 
 
 class _OffLoop:
@@ -158,12 +148,9 @@ class _OffLoop:
     def __init__(self, guard: rs.Guard) -> None:
         self._guard = guard
 
+    # No learn_lifetime: the guard itself learned its codec's lifetime, before it was wrapped.
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return await anyio.to_thread.run_sync(self._guard.claim, token_id, expires_at, now)
-
-    def learn_lifetime(self, lifetime: int) -> None:
-        # The Codec tells its guard how long its tokens live: pass it on to the guard itself.
-        tell_lifetime(self._guard, lifetime)
 
 
 def _for_the_loop(guard: rs.Guard | rs.AsyncGuard | None) -> rs.Guard | rs.AsyncGuard | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, Final, Unpack
 
 from mcp.server import MCPServer, Server
@@ -13,15 +15,12 @@ from mcp.server.request_state import (
 )
 
 import requeststate as rs
-from requeststate._base64 import b64decode, b64encode
 
 from ._binding import SDK_CODEC_TOOL
 from ._boundary import Boundary
 from ._config import SubjectSource
 from ._install import chain, install, warn_if_ephemeral
 
-MAX_TOKEN_BYTES: Final = 128 * 1024
-"""``SDKCodec``'s default ``max_token_bytes``: every payload of up to 73,500 bytes, in every mode."""
 _GUARD_REFUSED: Final = (
     "a replay guard cannot run in the SDK's codec seam: the SDK checks the method, target, "
     "arguments, audience and principal after unseal, so the guard would burn a token on a misbound "
@@ -41,33 +40,22 @@ class SDKCodec:
 
     Args:
         keys: a ``KeyRing`` shared by every worker, or one raw secret.
-        mode: ``"encrypted"`` (default), ``"signed"`` (the whole envelope
-            readable), ``"xchacha"``, or a tuple while migrating.
         **options: the codec's (``requeststate.CodecOptions``). ``ttl`` is also
             the SDK envelope's lifetime. A ``guard`` is refused: the SDK's codec
             seam runs before the SDK's binding checks, so it would burn a token
-            on a misbound echo. ``max_token_bytes`` defaults to 128 KiB here, so
-            that every payload the SDK's own tests seal (up to 64 KiB) seals in
-            every mode: ``n`` payload bytes travel as ``ceil(4n/3)`` base64url
-            characters in the state, the claims around them add at most 145
-            bytes (``exp`` of 19 digits, ``b`` of 64, ``id`` of 32), the mode at
-            most 40 more (``xchacha``'s 24-byte nonce and 16-byte tag) before the
-            token's own base64url and its 4-character prefix: at most
-            ``4 + ceil(4/3 * (ceil(4n/3) + 185))`` bytes, about ``16n/9 + 250``.
-            That is 116,760 bytes for 64 KiB; 131,072 holds any payload up to
-            73,500 bytes. A larger cap lets larger payloads through.
+            on a misbound echo. The default ``max_token_bytes`` (128 KiB) carries
+            the envelope of any payload up to 73,500 bytes in every mode, the SDK's
+            own tests' 64 KiB among them (``n`` payload bytes travel as base64url
+            in the state: about ``16n/9 + 250`` bytes of token).
 
     Raises:
         TypeError, ValueError: a bad option, or a ``guard``.
     """
 
-    def __init__(
-        self, keys: rs.Keys, /, *, mode: rs.Modes = rs.Mode.ENCRYPTED, **options: Unpack[rs.CodecOptions]
-    ) -> None:
+    def __init__(self, keys: rs.Keys, /, **options: Unpack[rs.CodecOptions]) -> None:
         if options.get("guard") is not None:
             raise ValueError(_GUARD_REFUSED)
-        options.setdefault("max_token_bytes", MAX_TOKEN_BYTES)
-        self._codec = rs.Codec(keys, mode=mode, **options)
+        self._codec = rs.Codec(keys, **options)
 
     @property
     def keys(self) -> rs.KeyRing:
@@ -94,7 +82,9 @@ class SDKCodec:
         Raises:
             ValueError: the token would exceed ``max_token_bytes`` (the SDK then answers -32603).
         """
-        return self._codec.encode(b64encode(bytes(payload)), tool=SDK_CODEC_TOOL)
+        # Unpadded base64url, as requeststate 0.3 wrote it: a token minted before an upgrade still opens.
+        text = base64.urlsafe_b64encode(payload).rstrip(b"=").decode("ascii")
+        return self._codec.encode(text, tool=SDK_CODEC_TOOL)
 
     def unseal(self, token: str) -> bytes:
         """Return the bytes a token carries, or raise ``InvalidRequestState`` (reason code only)."""
@@ -102,11 +92,11 @@ class SDKCodec:
             text: str = self._codec.verify(token, tool=SDK_CODEC_TOOL)
         except rs.InvalidToken as refused:
             raise InvalidRequestState(refused.reason.value) from None
-        payload = b64decode(text)
-        if payload is None:
+        try:
+            return base64.urlsafe_b64decode(text.encode("ascii") + b"=" * (-len(text) % 4))
+        except (UnicodeEncodeError, binascii.Error):
             # Authentic, under our context, yet not what seal writes: refuse all the same.
-            raise InvalidRequestState(rs.Reason.MALFORMED.value)
-        return payload
+            raise InvalidRequestState(rs.Reason.MALFORMED.value) from None
 
 
 def sdk_security(
@@ -115,7 +105,6 @@ def sdk_security(
     *,
     audience: str | None = None,
     subject: SubjectSource | None = authenticated_principal,
-    mode: rs.Modes = rs.Mode.ENCRYPTED,
     **options: Unpack[rs.CodecOptions],
 ) -> RequestStateSecurity:
     """The SDK's ``RequestStateSecurity`` policy with ``SDKCodec`` as its codec.
@@ -125,7 +114,7 @@ def sdk_security(
     the SDK's ``bind_principal`` (``None`` disables principal binding);
     ``audience=None`` defers to the boundary's default (the server's name).
     """
-    codec = SDKCodec(keys, mode=mode, **options)
+    codec = SDKCodec(keys, **options)
     warn_if_ephemeral(codec.keys)
     return RequestStateSecurity(codec=codec, ttl=float(codec.ttl), bind_principal=subject, audience=audience)
 
@@ -137,7 +126,6 @@ def use_codec(
     *,
     audience: str | None = None,
     subject: SubjectSource | None = authenticated_principal,
-    mode: rs.Modes = rs.Mode.ENCRYPTED,
     **options: Unpack[rs.CodecOptions],
 ) -> RequestStateBoundary:
     """Install the SDK's ``RequestStateBoundary`` with ``SDKCodec`` on ``server``; return it.
@@ -148,7 +136,7 @@ def use_codec(
     has no re-elicit option). A replay guard is refused: use ``protect``.
     """
     chain(server)  # type check before any side effect
-    security = sdk_security(keys, audience=audience, subject=subject, mode=mode, **options)
+    security = sdk_security(keys, audience=audience, subject=subject, **options)
     boundary = RequestStateBoundary(security, default_audience=server.name)
     install(server, boundary, Boundary)
     return boundary

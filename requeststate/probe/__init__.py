@@ -11,7 +11,7 @@ fresh first round:
 - forge a changed state without the key: every member of a readable state edited
   in turn (JSON, form text, base64, hex, zlib and gzip read and re-encoded, behind
   any prefix), an unkeyed hash recomputed, the MAC's key guessed offline from a
-  list of common secrets (and the user's, ``Options.wordlists``) and proven by a
+  list of common secrets (and the user's, ``ProbeOptions.wordlists``) and proven by a
   state signed with it, a JWT re-signed with ``alg: none``;
 - spell the same token otherwise (re-padded, the other base64 alphabet);
 - redeem a genuine state where it does not belong: with other arguments, at
@@ -53,8 +53,18 @@ The package imports ``mcp``; the command line imports it only when ``probe`` run
 
 from __future__ import annotations
 
-from ._report import Check, Options, Report, Result, Target
+from ._report import Check, ProbeOptions, Report, Result, Target
 from ._run import DEFAULT_TIMEOUT, probe, run
 from ._session import ProbeError
 
-__all__ = ["DEFAULT_TIMEOUT", "Check", "Options", "ProbeError", "Report", "Result", "Target", "probe", "run"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Check",
+    "ProbeError",
+    "ProbeOptions",
+    "Report",
+    "Result",
+    "Target",
+    "probe",
+    "run",
+]

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Final, TypeAlias
 
-from requeststate._secrets import COMMON_SECRETS
+from requeststate._seam import COMMON_SECRETS
 
 from ._decode import BASE64, HEX, b64decode, b64encode_like, hex_like, split_prefix
 from ._edits import edits

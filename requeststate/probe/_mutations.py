@@ -9,14 +9,14 @@ import secrets
 from collections.abc import Callable
 from typing import Final, TypeAlias
 
-from requeststate._modes import MODE_BY_PREFIX, Mode
+from requeststate import Mode
 
 from ._decode import TOKEN, b64decode, b64encode_like, split_prefix
 
 Mutation: TypeAlias = Callable[[str], "str | None"]
 """A change to a token; ``None`` when it does not apply to this token."""
 
-_VERSION_OF: Final = {mode: prefix[:-1] for prefix, mode in MODE_BY_PREFIX.items()}
+_VERSION_OF: Final = {mode: mode.prefix[:-1] for mode in Mode}
 # Each of our versions swapped for another of ours: signed <-> encrypted, xchacha -> encrypted.
 _KNOWN_PREFIXES: Final = {
     _VERSION_OF[mode]: _VERSION_OF[other]

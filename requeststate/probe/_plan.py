@@ -9,7 +9,7 @@ from typing import TypeAlias
 
 import anyio
 
-from ._report import Options, Result
+from ._report import ProbeOptions, Result
 from ._session import Endpoint, Outcome, Session
 
 Verdict: TypeAlias = tuple[Result, str]
@@ -25,7 +25,7 @@ class Plan:
     session: Session
     target: Endpoint
     other: Endpoint | None
-    options: Options
+    options: ProbeOptions
     extend: Callable[[float], None]  # moves the probe's deadline, for the expiry check's wait
     again: Connector  # a second connection, same identity
     second: Connector | None  # a connection as options.second, another identity

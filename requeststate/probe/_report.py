@@ -76,7 +76,7 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Options:
+class ProbeOptions:
     """How to probe: what to call, what to demand, and what the server's state should withstand.
 
     ``tool`` and ``arguments`` name the tool to probe and its arguments (default: the first

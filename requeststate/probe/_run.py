@@ -26,7 +26,7 @@ from ._decode import parse_json, split_prefix
 from ._guess import check_wordlists
 from ._placeholders import answers, elicitation_callback, list_roots_callback, sampling_callback
 from ._plan import Plan
-from ._report import EXIT_SETUP, Options, Report, Target, escape
+from ._report import EXIT_SETUP, ProbeOptions, Report, Target, escape
 from ._session import (
     Endpoint,
     ProbeError,
@@ -45,7 +45,7 @@ from ._transport import BoundedTransport, ProtocolBreak, stdio
 DEFAULT_TIMEOUT: Final = 60.0
 _SERVER_LOG_LINES: Final = 20
 _UNAUTHORIZED: Final = frozenset({401, 403})
-_DEFAULTS: Final = Options()
+_DEFAULTS: Final = ProbeOptions()
 
 
 @dataclass
@@ -146,7 +146,7 @@ def _reason(error: BaseException) -> str:
 
 async def probe(
     target: Target,
-    options: Options = _DEFAULTS,
+    options: ProbeOptions = _DEFAULTS,
     *,
     timeout: float | None = None,
     server_log: TextIO,
@@ -183,7 +183,7 @@ async def probe(
 
 async def _probe(
     target: Target,
-    options: Options,
+    options: ProbeOptions,
     extend: Callable[[float], None],
     server_log: TextIO,
     progress: TextIO | None,
@@ -363,7 +363,7 @@ def _sdk_quiet() -> Iterator[None]:
 
 def run(
     target: Target,
-    options: Options = _DEFAULTS,
+    options: ProbeOptions = _DEFAULTS,
     *,
     timeout: float = DEFAULT_TIMEOUT,
     as_json: bool = False,

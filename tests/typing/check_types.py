@@ -50,15 +50,20 @@ def check_functions(keys: rs.KeyRing, token: str) -> None:
     assert_type(rs.verify(token, keys, mode="signed", type=list[int]), list[int])
 
 
-def check_options(options: rs.CodecOptions) -> None:
-    assert_type(rs.Codec(rs.KeyRing.ephemeral(), mode="signed", **options), rs.Codec)
+def check_options(options: rs.CodecOptions, codec: rs.Codec, token: str) -> None:
+    assert_type(rs.Codec(rs.KeyRing.ephemeral(), **options), rs.Codec)
+    assert_type(codec.replace(mode="signed", ttl=60), rs.Codec)
+    assert_type(codec.options, rs.CodecOptions)
+    assert_type(codec.open(token, subject="alice"), rs.Claims[str])
+    assert_type(codec.open(token, type=Booking), rs.Claims[Booking])
+    assert_type(rs.peek(token), rs.Peek)
 
 
 def check_refused(keys: rs.KeyRing, token: str) -> None:
     codec = rs.Codec(keys, mode="signed")
     rs.Codec(keys, mode="encrypt")  # type: ignore[arg-type]  # a typo in the mode
     rs.decode(token, keys, mode="aes")  # type: ignore[arg-type]
-    rs.decode(token, keys)  # type: ignore[call-arg]  # the mode is required
+    codec.replace(tll=60)  # type: ignore[call-arg]  # a typo in an option
     codec.decode(token, subjct="alice")  # type: ignore[call-arg]  # a typo in a keyword
     rs.Codec(keys, mode="signed", tll=60)  # type: ignore[call-arg]  # a typo in an option
     rs.encode("s", keys, mode="signed", tll=60)  # type: ignore[call-arg]

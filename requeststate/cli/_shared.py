@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Final
+from typing import Final, get_args
 
-from ._keys import KeyRing
-from ._secrets import DECODERS, SecretEncoding
+import requeststate as rs
 
 __all__ = [
-    "DEFAULT_KEY_ENV",
     "EXIT_BROKEN_PIPE",
     "EXIT_OK",
     "EXIT_REFUSED",
@@ -24,28 +22,26 @@ EXIT_REFUSED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_BROKEN_PIPE: Final = 141  # what a shell reports for a process killed by SIGPIPE
 
-DEFAULT_KEY_ENV: Final = "REQUESTSTATE_KEYS"
-
 
 def add_key_options(parser: argparse.ArgumentParser, key_env_help: str) -> None:
     """``--key-env VAR`` and ``--key-encoding ENC``: where the secrets are, and how they are written."""
     parser.add_argument("--key-env", metavar="VAR", help=key_env_help)
     parser.add_argument(
         "--key-encoding",
-        choices=list(DECODERS),
+        choices=get_args(rs.SecretEncoding),
         default=None,
         help="how the secrets are written (default: base64url, as keygen prints; "
         "standard base64 or hex is refused unless named here)",
     )
 
 
-def read_keys(name: str, encoding: SecretEncoding | None) -> KeyRing | None:
+def read_keys(name: str, encoding: rs.SecretEncoding | None) -> rs.KeyRing | None:
     """The ring of the secrets in the variable ``name``; ``None`` once the reason it has none is on stderr.
 
     The reason names the variable and the fix, never the value.
     """
     try:
-        return KeyRing.from_env(name, encoding=encoding)
+        return rs.KeyRing.from_env(name, encoding=encoding)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return None

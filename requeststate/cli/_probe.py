@@ -1,47 +1,22 @@
-"""The ``requeststate`` command line: keygen, inspect, mint, probe, bench, demo.
-
-Exit codes: 0 success (for ``inspect``, a token that verifies or was only
-read), 1 a token refused or unreadable (for ``probe``, at least one FAIL),
-2 a usage or configuration error (for ``probe``, also a server that did not
-start or offers no input-required tool), 141 (128 + SIGPIPE) when the reader
-of stdout went away (``requeststate demo | head``). Results go to stdout,
-errors to stderr. ``inspect``, ``mint``, ``bench`` and ``demo`` live in
-modules of their own (``_cli_*``); the parser, keygen and probe live here.
-"""
+"""``requeststate probe``: its options, and the run of ``requeststate.probe`` they configure."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import __version__
-from ._base64 import b64encode
-from ._cli_bench import BENCH_NEEDS_CHECKOUT, add_bench, checkout_benchmarks, run_bench
-from ._cli_demo import run_demo
-from ._cli_inspect import add_inspect, run_inspect
-from ._cli_mint import add_mint, run_mint
-from ._cli_shared import EXIT_BROKEN_PIPE, EXIT_OK, EXIT_USAGE
-from ._secrets import MIN_SECRET_BYTES
+from ._shared import EXIT_USAGE
 
-__all__ = ["main"]
-
-# keygen's ceiling: far above any useful secret (HKDF reads it whole), far below a MemoryError.
-MAX_SECRET_BYTES = 1024
-
-
-def _keygen(args: argparse.Namespace) -> int:
-    print(b64encode(os.urandom(args.bytes)))
-    return EXIT_OK
+__all__ = ["add_probe", "run_probe"]
 
 
 _PROBE_NEEDS_MCP = "requeststate probe needs the mcp extra: pip install 'requeststate[mcp]'"
 
 
-def _probe(args: argparse.Namespace) -> int:
+def run_probe(args: argparse.Namespace) -> int:
+    """``requeststate probe``: the exit code of ``requeststate.probe.run``, or 2 for a usage error."""
     if bool(args.server_command) == (args.url is not None):
         print("error: name the server either as a command after -- or with --url", file=sys.stderr)
         return EXIT_USAGE
@@ -52,7 +27,7 @@ def _probe(args: argparse.Namespace) -> int:
         print("error: --env2 applies to a command only (use --header2 with --url)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        from . import probe
+        from requeststate import probe
     except ModuleNotFoundError as missing:  # the mcp extra (mcp, mcp_types, anyio, httpx2) is absent
         if (missing.name or "").partition(".")[0] in ("mcp", "mcp_types", "anyio", "httpx2"):
             print(_PROBE_NEEDS_MCP, file=sys.stderr)
@@ -62,7 +37,7 @@ def _probe(args: argparse.Namespace) -> int:
     second = None
     if args.header2 or args.env2:
         second = probe.Target(target.command, target.url, headers=dict(args.header2), env=dict(args.env2))
-    options = probe.Options(
+    options = probe.ProbeOptions(
         tool=args.tool,
         arguments=args.arguments,
         single_use=args.single_use,
@@ -117,58 +92,8 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _secret_bytes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
-    if not MIN_SECRET_BYTES <= value <= MAX_SECRET_BYTES:
-        raise argparse.ArgumentTypeError(f"a secret is {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES} bytes")
-    return value
-
-
-_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "demo": lambda args: run_demo(sys.stdout),
-    "keygen": _keygen,
-    "inspect": run_inspect,
-    "mint": run_mint,
-    "probe": _probe,
-    "bench": run_bench,
-}
-
-
-def _parser(*, with_bench: bool) -> argparse.ArgumentParser:
-    # bench is a command only where it works: in a checkout, beside its benchmarks.
-    parser = argparse.ArgumentParser(
-        prog="requeststate",
-        description="Integrity-protected, optionally encrypted MCP requestState tokens.",
-        epilog="exit codes: 0 success, 1 token refused or unreadable (probe: a FAIL), "
-        "2 usage or configuration error",
-    )
-    parser.add_argument("--version", action="version", version=f"requeststate {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("demo", help="mint and verify tokens in each mode, and show refusals")
-    keygen = commands.add_parser(
-        "keygen",
-        help="print a new random secret (base64url), for REQUESTSTATE_KEYS",
-        description="Print a new secret from the OS CSPRNG as unpadded base64url. Put it first in "
-        "REQUESTSTATE_KEYS (comma-separated, newest first) on every server that shares the tokens.",
-    )
-    keygen.add_argument(
-        "--bytes",
-        type=_secret_bytes,
-        default=32,
-        help=f"secret size in bytes (default 32, from {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES})",
-    )
-    add_inspect(commands)
-    add_mint(commands)
-    _add_probe(commands)
-    if with_bench:
-        add_bench(commands)
-    return parser
-
-
-def _add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``probe`` subcommand and its options."""
     probe = commands.add_parser(
         "probe",
         help="check any MCP server's requestState handling, black-box (needs the mcp extra)",
@@ -284,31 +209,3 @@ probe cannot run.""",
         help="bound on the probe's own work (default 60); the --ttl wait comes on top, and stopping "
         "a server it started can take up to 6 s more",
     )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit code."""
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    with_bench = checkout_benchmarks()
-    if arguments[:1] == ["bench"] and not with_bench:
-        print(BENCH_NEEDS_CHECKOUT, file=sys.stderr)
-        return EXIT_USAGE
-    parser = _parser(with_bench=with_bench)
-    args = parser.parse_args(arguments)
-    if args.command is None:  # a bare `requeststate`: what it can do
-        parser.print_help()
-        return EXIT_OK
-    return _COMMANDS[args.command](args)
-
-
-def console() -> None:
-    """The ``requeststate`` console script."""
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader left (| head): end quietly. Point stdout at devnull so the
-        # interpreter's final flush does not raise the same error again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = EXIT_BROKEN_PIPE
-    sys.exit(code)

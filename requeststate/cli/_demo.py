@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from ._cli_shared import EXIT_OK
-from ._codec import encode, verify
-from ._errors import InvalidToken
-from ._keys import KeyRing
-from ._modes import Mode
+import requeststate as rs
+
+from ._shared import EXIT_OK
 
 __all__ = ["run_demo"]
 
@@ -23,21 +21,21 @@ def _tamper(token: str) -> str:
     return token[:middle] + flipped + token[middle + 1 :]
 
 
-def _outcome(token: str, keys: KeyRing, mode: Mode, subject: str, now: int) -> str:
+def _outcome(token: str, keys: rs.KeyRing, mode: rs.Mode, subject: str, now: int) -> str:
     try:
-        return f"accepted: {verify(token, keys, mode=mode, subject=subject, tool='book', now=now)}"
-    except InvalidToken as refused:
+        return f"accepted: {rs.verify(token, keys, mode=mode, subject=subject, tool='book', now=now)}"
+    except rs.InvalidToken as refused:
         return f"refused (reason for the log: {refused.reason})"
 
 
 def run_demo(out: TextIO) -> int:
     """Mint a token in each mode, then show what is accepted and what is refused."""
-    keys = KeyRing.ephemeral()
+    keys = rs.KeyRing.ephemeral()
     state = '{"step":2,"date":"2026-12-01"}'
     now = 1_800_000_000
     print(f"key ring: {keys!r}", file=out)
-    for mode in Mode:
-        token = encode(state, keys, mode=mode, subject="alice", tool="book", ttl=300, now=now)
+    for mode in rs.Mode:
+        token = rs.encode(state, keys, mode=mode, subject="alice", tool="book", ttl=300, now=now)
         print(f"\n[{mode}] token ({len(token)} bytes): {token}", file=out)
         cases = [
             ("alice, same tool, in time", token, "alice", now),

@@ -14,21 +14,17 @@ import sys
 import textwrap
 import time
 from dataclasses import dataclass
-from functools import partial
-from typing import TypeGuard
+from typing import Final, TypeGuard
 
-from ._base64 import b64decode
-from ._cli_shared import DEFAULT_KEY_ENV, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, add_key_options, read_keys
-from ._codec import verify
-from ._encrypted import AeadMode
-from ._envelope import open_token
-from ._errors import InvalidToken, Reason
-from ._keys import KeyRing
-from ._modes import Mode, mode_of, wire_modes
-from ._options import INT64_MAX, INT64_MIN
-from ._token_id import claim_id
+import requeststate as rs
+
+from ._shared import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, add_key_options, read_keys
 
 __all__ = ["add_inspect", "run_inspect"]
+
+# The earliest time a codec verifies at: a token opened then shows its claims whatever its
+# expiry, which is then judged at --now (an expired token still tells when it expired).
+_BEFORE_EVERY_EXPIRY: Final = -(2**63)
 
 
 @dataclass(frozen=True)
@@ -39,15 +35,15 @@ class Inspection:
     """Characters, once surrounding whitespace (a pasted newline) is stripped."""
     prefix: str | None = None
     """``v1.``, ``v1e.`` or ``v1x.``; ``None`` for text that is no requeststate token."""
-    mode: Mode | None = None
+    mode: rs.Mode | None = None
     """Named only for a token known to be well-formed or valid: ``v1e.!!!!`` is not an encrypted anything."""
     unreadable: str | None = None
     """Why the token is not well-formed, read without a key; its reason is then ``malformed``."""
     key_env: str | None = None
     """The variable the key ring came from; ``None`` when there was no key and nothing was verified."""
-    keys: KeyRing | None = None
+    keys: rs.KeyRing | None = None
     verified: bool = False
-    reason: Reason | None = None
+    reason: rs.Reason | None = None
     """Why the token was refused or is unreadable; ``None`` when it verified or was only read."""
     hint: str | None = None
     """What a refusal may mean besides what its reason says."""
@@ -55,6 +51,8 @@ class Inspection:
     """The expiry: verified under a key, else as an unverified ``v1.`` payload claims it (anything)."""
     token_id: object = None
     """The id, verified or claimed as ``exp`` is."""
+    minted: object = None
+    """When the token was minted (its ``iat``), verified or claimed as ``exp`` is."""
     state: object = None
     """The state's text when verified; without a key, the unverified ``v1.`` payload's ``s``."""
     payload: str | None = None
@@ -71,89 +69,50 @@ class VerifyOptions:
     leeway: int
 
 
-class _Claims:
-    """A guard that only records what verify hands a guard: the token's id and expiry.
-
-    The public ``Guard`` protocol is how a verified token's id and ``exp`` leave
-    the core; ``inspect`` claims nothing (it answers True, so nothing is refused).
-    """
-
-    token_id: str | None = None
-    expires_at: int | None = None
-
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        self.token_id, self.expires_at = token_id, expires_at
-        return True
-
-
-def _prefix(token: str) -> str:
-    return token[: token.index(".") + 1]
-
-
-def _read_unverified_payload(token: str) -> object:
-    """The payload of a ``v1.`` token, NOT verified: what the client can read too.
-
-    ``None`` when it is not base64url JSON. Raises ``RecursionError`` for JSON
-    nested too deeply to parse (the caller refuses it).
-    """
-    parts = token.split(".")
-    raw = b64decode(parts[1]) if len(parts) == 3 else None
-    if raw is None:
-        return None
+def _read_unverified(token: str, mode: rs.Mode) -> Inspection:
+    """What anyone can read of ``token``: for ``v1.``, its payload, NOT verified (the client can write it)."""
     try:
-        return json.loads(raw)
-    except ValueError:
-        return None
-
-
-def _is_well_formed_sealed(token: str, mode: Mode) -> bool:
-    # Only the framing: base64url of at least a nonce and a tag. Whether it
-    # decrypts is for verify to say, with the key.
-    (wire,) = wire_modes(mode)[1]
-    body = b64decode(token[len(wire.prefix) :])
-    return body is not None and isinstance(wire, AeadMode) and len(body) >= wire.shortest_blob
-
-
-def _read_unverified(token: str, prefix: str, mode: Mode) -> Inspection:
-    if mode is not Mode.SIGNED:
-        if not _is_well_formed_sealed(token, mode):
-            unreadable = f"not a well-formed {prefix} token: the body is not a nonce and a tag in base64url"
-            return Inspection(len(token), prefix, unreadable=unreadable, reason=Reason.MALFORMED)
-        return Inspection(len(token), prefix, mode)
+        payload = rs.peek(token).payload
+    except rs.InvalidToken:
+        shape = "a payload and a MAC" if mode is rs.Mode.SIGNED else "a nonce and a tag"
+        unreadable = f"not a well-formed {mode.prefix} token: the body is not {shape} in base64url"
+        return Inspection(len(token), mode.prefix, unreadable=unreadable, reason=rs.Reason.MALFORMED)
+    if payload is None:
+        return Inspection(len(token), mode.prefix, mode)
     try:
-        payload = _read_unverified_payload(token)
+        fields = json.loads(payload)
         # ensure_ascii: the payload is the client's to write, so no raw control
         # characters reach the terminal.
-        shown = None if payload is None else json.dumps(payload, indent=2, ensure_ascii=True)
+        shown = json.dumps(fields, indent=2, ensure_ascii=True)
     except RecursionError:
         unreadable = "not a well-formed v1. token: its payload is JSON nested too deeply"
-        return Inspection(len(token), prefix, unreadable=unreadable, reason=Reason.MALFORMED)
-    if shown is None:
-        unreadable = "not a well-formed v1. token: the payload is not readable base64url JSON"
-        return Inspection(len(token), prefix, unreadable=unreadable, reason=Reason.MALFORMED)
-    fields = payload if isinstance(payload, dict) else {}
+        return Inspection(len(token), mode.prefix, unreadable=unreadable, reason=rs.Reason.MALFORMED)
+    except ValueError:
+        unreadable = "not a well-formed v1. token: the payload is not readable JSON"
+        return Inspection(len(token), mode.prefix, unreadable=unreadable, reason=rs.Reason.MALFORMED)
+    claimed = fields if isinstance(fields, dict) else {}
     return Inspection(
         len(token),
-        prefix,
+        mode.prefix,
         mode,
-        exp=fields.get("exp"),
-        token_id=_claimed(fields.get("id"), fields.get("iat")),
-        state=fields.get("s"),
+        exp=claimed.get("exp"),
+        token_id=claimed.get("id"),
+        minted=claimed.get("iat"),
+        state=claimed.get("s"),
         payload=shown,
     )
 
 
-def _binding_hint(
-    prefix: str, mode: Mode, reason: Reason, subject: str | None, tool: str | None
-) -> str | None:
+def _binding_hint(mode: rs.Mode, reason: rs.Reason, subject: str | None, tool: str | None) -> str | None:
     # A refusal for want of --subject or --tool: say so when a flag is missing.
     missing = [flag for flag, value in (("--subject", subject), ("--tool", tool)) if value is None]
     if not missing:
         return None
     fix = f"pass {' and '.join(missing)} as at mint"
-    if reason is Reason.WRONG_BINDING:
+    prefix = mode.prefix
+    if reason is rs.Reason.WRONG_BINDING:
         return f"a {prefix} token is bound to the subject and tool it was minted for: {fix}"
-    if reason is Reason.BAD_SIGNATURE and mode is not Mode.SIGNED:
+    if reason is rs.Reason.BAD_SIGNATURE and mode is not rs.Mode.SIGNED:
         # An AEAD tag covers the bind tag: the right key, opened for another identity, fails as a wrong one.
         return (
             f"the tag of a {prefix} token also binds the subject and tool it was minted for: without them, "
@@ -162,76 +121,51 @@ def _binding_hint(
     return None
 
 
-def _verify(token: str, mode: Mode, key_env: str, keys: KeyRing, options: VerifyOptions) -> Inspection:
-    claims = _Claims()
+def _verify(token: str, mode: rs.Mode, key_env: str, keys: rs.KeyRing, options: VerifyOptions) -> Inspection:
+    """``token`` verified under ``keys`` for the identity and time of ``options``.
+
+    Raises ``ValueError`` for a ``--leeway`` out of range.
+    """
+    # metrics=None: the command line serves no clients, so it has nothing to count.
+    codec = rs.Codec(keys, mode=mode, leeway=options.leeway, metrics=None)
     subject = "" if options.subject is None else options.subject
-    verify_at = partial(
-        verify,
-        token,
-        keys,
-        mode=mode,
-        subject=subject,
-        tool=options.tool,
-        now=options.now,
-        leeway=options.leeway,
-        metrics=None,  # the command line serves no clients: it has nothing to count
-    )
     try:
-        try:
-            state = verify_at(guard=claims)
-        except InvalidToken as refused:
-            if refused.reason is not Reason.MALFORMED:
-                raise
-            # With a guard, a token minted without an id (by mcp.d) is refused as
-            # malformed; without one it may still verify.
-            state = verify_at()
-    except InvalidToken as refused:
-        prefix = _prefix(token)
-        hint = _binding_hint(prefix, mode, refused.reason, options.subject, options.tool)
-        # Expired, so its MAC or tag verified and its binding held: when it expired is known.
-        exp = _expiry(token, mode, keys, subject, options) if refused.reason is Reason.EXPIRED else None
+        claims = codec.open(token, subject=subject, tool=options.tool, now=_BEFORE_EVERY_EXPIRY)
+    except rs.InvalidToken as refused:
+        hint = _binding_hint(mode, refused.reason, options.subject, options.tool)
         return Inspection(
-            len(token), prefix, key_env=key_env, keys=keys, reason=refused.reason, hint=hint, exp=exp
+            len(token), mode.prefix, key_env=key_env, keys=keys, reason=refused.reason, hint=hint
+        )
+    if options.now > claims.exp + codec.leeway:
+        # Authentic and bound to this identity, so when it expired is known.
+        return Inspection(
+            len(token), mode.prefix, key_env=key_env, keys=keys, reason=rs.Reason.EXPIRED, exp=claims.exp
         )
     return Inspection(
         len(token),
-        _prefix(token),
+        mode.prefix,
         mode,
         key_env=key_env,
         keys=keys,
         verified=True,
-        exp=None if claims.expires_at is None else claims.expires_at - options.leeway,
+        exp=claims.exp,
         token_id=claims.token_id,
-        state=state,
+        minted=claims.minted,
+        state=claims.state,
     )
 
 
-def _expiry(token: str, mode: Mode, keys: KeyRing, subject: str, options: VerifyOptions) -> int | None:
-    """The ``exp`` of a token refused as expired: opened again with every check but the expiry's.
-
-    ``None`` if it is not this identity's: a ``v1.`` token's expiry is checked before its binding.
-    """
-    forever = INT64_MAX - INT64_MIN  # a leeway no expiry passes
-    try:
-        payload, _ = open_token(
-            token, wire_modes(mode)[1], keys, subject, options.tool, options.now, forever, len(token)
-        )
-    except InvalidToken:
-        return None
-    return payload.exp
-
-
-def _examine(token: str, key_env: str | None, keys: KeyRing | None, options: VerifyOptions) -> Inspection:
+def _examine(token: str, key_env: str | None, keys: rs.KeyRing | None, options: VerifyOptions) -> Inspection:
     """What ``token`` shows: verified under ``keys`` (from ``key_env``) if given, else read as anyone can.
 
-    Raises ``ValueError`` for an ``options.now`` or ``options.leeway`` out of range.
+    Raises ``ValueError`` for an ``options.leeway`` out of range.
     """
-    mode = mode_of(token)
+    mode = next((mode for mode in rs.Mode if token.startswith(mode.prefix)), None)
     if mode is None:
         unreadable = "not a requeststate token: no v1., v1e. or v1x. prefix"
-        return Inspection(len(token), unreadable=unreadable, reason=Reason.MALFORMED)
+        return Inspection(len(token), unreadable=unreadable, reason=rs.Reason.MALFORMED)
     if key_env is None or keys is None:
-        return _read_unverified(token, _prefix(token), mode)
+        return _read_unverified(token, mode)
     return _verify(token, mode, key_env, keys, options)
 
 
@@ -256,19 +190,17 @@ def _when(exp: object, now: int) -> str:
     return f"{stamp} (unix {exp}), " + (f"{left} s left" if left >= 0 else f"expired {-left} s ago")
 
 
-def _claimed(token_id: object, minted: object) -> object:
-    """What a guard would claim for an unverified payload's ``id`` and ``iat``, as for a verified one."""
-    if isinstance(token_id, str) and isinstance(minted, int) and not isinstance(minted, bool):
-        return claim_id(token_id, minted)
-    return token_id
-
-
-def _print_claims(exp: object, token_id: object, now: int) -> None:
-    print(f"expires: {_when(exp, now)}")
+def _print_claims(found: Inspection, now: int) -> None:
+    print(f"expires: {_when(found.exp, now)}")
     # ensure_ascii: in an unverified v1. payload the id is anyone's to write, and no
     # escape sequence of theirs may reach the terminal.
-    shown = json.dumps(token_id, ensure_ascii=True) if isinstance(token_id, str) else None
+    shown = json.dumps(found.token_id, ensure_ascii=True) if isinstance(found.token_id, str) else None
     print(f"id:      {shown or 'none (cannot be made single-use)'}")
+    minted = found.minted
+    if not _is_int(minted):
+        print("minted:  not given")
+    else:
+        print(f"minted:  {_utc(minted) or 'beyond the calendar'} (unix {minted})")
 
 
 def _print_text(found: Inspection, now: int) -> None:
@@ -287,16 +219,16 @@ def _print_text(found: Inspection, now: int) -> None:
     elif found.verified:
         print(f"VALID under {found.keys!r} from {found.key_env}")
         print(f"mode:    {found.mode}")
-        _print_claims(found.exp, found.token_id, now)
+        _print_claims(found, now)
         print(f"state:   {json.dumps(found.state, ensure_ascii=True)}")
     elif found.payload is None:
         print(f"mode:    {found.mode}")
-        print(f"state:   sealed: set {DEFAULT_KEY_ENV} or pass --key-env to verify and read it,")
+        print(f"state:   sealed: set {rs.ENV_KEYS} or pass --key-env to verify and read it,")
         print("         with its expiry and id")
     else:
         print(f"mode:    {found.mode}")
-        print(f"UNVERIFIED (anyone can write this; set {DEFAULT_KEY_ENV} or pass --key-env to verify):")
-        _print_claims(found.exp, found.token_id, now)
+        print(f"UNVERIFIED (anyone can write this; set {rs.ENV_KEYS} or pass --key-env to verify):")
+        _print_claims(found, now)
         print("payload:")
         print(found.payload)
 
@@ -317,6 +249,7 @@ def _as_json(found: Inspection, now: int) -> dict[str, object]:
         "expires": None if exp is None else _utc(exp),
         "seconds_left": None if exp is None else exp - now,
         "id": found.token_id if isinstance(found.token_id, str) else None,
+        "minted": found.minted if _is_int(found.minted) else None,
         "state": found.state if isinstance(found.state, str) else None,
     }
 
@@ -326,14 +259,14 @@ def run_inspect(args: argparse.Namespace) -> int:
     # strip: a token pasted or read from a file often ends in a newline.
     raw: str = sys.stdin.read() if args.token == "-" else args.token  # noqa: S105 (not a password)
     token = raw.strip()
-    key_env = args.key_env or (DEFAULT_KEY_ENV if os.environ.get(DEFAULT_KEY_ENV, "").strip() else None)
+    key_env = args.key_env or (rs.ENV_KEYS if os.environ.get(rs.ENV_KEYS, "").strip() else None)
     keys = None if key_env is None else read_keys(key_env, args.key_encoding)
     if key_env is not None and keys is None:
         return EXIT_USAGE
     now = int(time.time()) if args.now is None else args.now
     try:
         found = _examine(token, key_env, keys, VerifyOptions(args.subject, args.tool, now, args.leeway))
-    except ValueError as error:  # --now or --leeway out of range: verify never raises for the token
+    except ValueError as error:  # --leeway out of range: verification never raises for the token
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.json:
@@ -357,7 +290,7 @@ def add_inspect(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "token", help="the token, or - to read it from stdin (keeps it out of shell history)"
     )
     add_key_options(
-        inspect, f"environment variable holding the secrets (default: {DEFAULT_KEY_ENV}, when it is set)"
+        inspect, f"environment variable holding the secrets (default: {rs.ENV_KEYS}, when it is set)"
     )
     inspect.add_argument("--subject", default=None, help="the subject the token must be bound to")
     inspect.add_argument("--tool", default=None, help="the tool the token must be bound to")
