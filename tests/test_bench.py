@@ -26,6 +26,7 @@ from requeststate import bench
 from requeststate.bench._measure import (
     MEMORY_GUARD,
     NO_GUARD,
+    REDIS_GUARD,
     SUBJECT,
     TOOL,
     FreshDecodes,
@@ -33,10 +34,11 @@ from requeststate.bench._measure import (
     ModeResult,
     RenewedMemoryGuard,
     Results,
+    measure_all,
 )
-from requeststate.bench._options import MIN_STATE_BYTES, Settings, generated_state
+from requeststate.bench._options import MIN_STATE_BYTES, ConfigError, Settings, generated_state
 from requeststate.bench._redis import NEEDS_EXTRA, claim_keys, shown_url
-from requeststate.bench._report import reading
+from requeststate.bench._report import reading, text
 from requeststate.bench._timing import MIN_ROUNDS, Batch, Timing, measure
 from requeststate.redis import CLUSTER_BUCKETS, claim_location
 
@@ -245,26 +247,33 @@ def _timing(median_us: float) -> Timing:
     return Timing(median_us=median_us, best_us=median_us, calls=1, samples=MIN_ROUNDS)
 
 
-def _results(rounds: dict[rs.Mode, float], memory_added_us: float) -> Results:
-    settings = Settings(
+def _settings(modes: tuple[rs.Mode, ...], redis_url: str | None = None) -> Settings:
+    return Settings(
         state=generated_state(64),
         state_file=None,
-        modes=tuple(rounds),
+        modes=modes,
         keys=1,
-        redis_url=None,
-        cluster=False,
+        redis_url=redis_url,
+        cluster=redis_url is not None,
         seconds=1.0,
         as_json=False,
     )
+
+
+def _results(
+    rounds: dict[rs.Mode, float], memory_added_us: float, *, redis_url: str | None = None, refused: int = 0
+) -> Results:
     modes = tuple(
         ModeResult(mode, 300, _timing(round_us / 2), _timing(round_us / 2), _timing(round_us))
         for mode, round_us in rounds.items()
     )
     guards = (
         GuardResult(NO_GUARD, _timing(4.0), 0.0, decodes=10, refused=0),
-        GuardResult(MEMORY_GUARD, _timing(4.0 + memory_added_us), memory_added_us, decodes=10, refused=0),
+        GuardResult(
+            MEMORY_GUARD, _timing(4.0 + memory_added_us), memory_added_us, decodes=10, refused=refused
+        ),
     )
-    return Results(settings, modes, guards, rounds=MIN_ROUNDS, seconds_taken=1.0)
+    return Results(_settings(tuple(rounds), redis_url), modes, guards, rounds=MIN_ROUNDS, seconds_taken=1.0)
 
 
 @pytest.mark.parametrize(
@@ -303,7 +312,43 @@ def test_the_reading_says_more_less_or_the_same_as_the_medians_say(
     assert reading(_results(rounds, memory_added_us)) == expected
 
 
+def test_the_report_names_the_redis_without_its_password_and_counts_refusals() -> None:
+    # Catches: a password printed in the report, refused claims hidden inside a median.
+    report = text(_results({rs.Mode.SIGNED: 8.0}, 1.0, redis_url="redis://:hunter2@cache:6379/0", refused=3))
+    assert "hunter2" not in report
+    assert "RedisGuard: a Redis Cluster at redis://cache:6379/0, " in report
+    assert "MemoryGuard: 3 of 10 fresh tokens refused (claims that failed): its times include them" in report
+
+
 # --- the guards ----------------------------------------------------------------------
+
+
+class AcceptingGuard:
+    """Accepts every claim, a replay too."""
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        return True
+
+
+class DownGuard:
+    """Never answers."""
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        raise rs.GuardUnavailable("down")
+
+
+@pytest.mark.parametrize(
+    ("guard", "message"),
+    [
+        (AcceptingGuard(), f"the {REDIS_GUARD} accepted a replay: it does not guard"),
+        (DownGuard(), f"the {REDIS_GUARD} refused a fresh token (guard_unavailable)"),
+    ],
+)
+def test_a_guard_that_does_not_guard_is_not_measured(guard: rs.Guard, message: str) -> None:
+    # Catches: a guard's cost measured on accepted replays, or on refusals.
+    with pytest.raises(ConfigError) as refused:
+        measure_all(_settings((rs.Mode.SIGNED,)), guard)
+    assert str(refused.value) == message
 
 
 def test_a_memory_guard_is_renewed_before_a_batch_would_fill_it() -> None:

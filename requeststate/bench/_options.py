@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +114,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     """
     if args.keys < 1:
         raise ConfigError(f"--keys must be 1 or more, not {args.keys}")
-    if not (math.isfinite(args.seconds) and 0 < args.seconds <= MAX_SECONDS):
+    if not 0 < args.seconds <= MAX_SECONDS:  # NaN fails both comparisons
         raise ConfigError(f"--seconds must be more than 0 and at most {MAX_SECONDS:g}, not {args.seconds:g}")
     if args.cluster and args.redis is None:
         raise ConfigError("--cluster needs --redis URL, the address of a node of the cluster")
