@@ -23,6 +23,7 @@ import pytest
 
 import requeststate as rs
 from requeststate import bench
+from requeststate.bench import _run as bench_run_module
 from requeststate.bench._measure import (
     MEMORY_GUARD,
     NO_GUARD,
@@ -412,6 +413,27 @@ def test_a_redis_that_may_evict_claims_exits_2_saying_so(
     code, out = bench_run("--redis", own_server.url)
     assert (code, out) == (2, "")
     assert "evict" in capsys.readouterr().err
+
+
+def test_a_redis_lost_before_its_keys_are_deleted_is_named_on_stderr(
+    own_server: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Catches: a finished measurement lost to a traceback because the clean-up failed, or keys
+    # left in the user's Redis without a word.
+    def measure_then_lose_redis(settings: Settings, guard: rs.Guard | None, first_second: int) -> Results:
+        results = measure_all(settings, guard, first_second)
+        own_server.kill()
+        return results
+
+    monkeypatch.setattr(bench_run_module, "measure_all", measure_then_lose_redis)
+    code, out = bench_run("--json", "--mode", "signed", "--redis", own_server.url)
+    assert code == 0
+    assert [guard["guard"] for guard in json.loads(out)["guards"]][-1] == REDIS_GUARD
+    assert re.fullmatch(
+        r"warning: the bench's keys under requeststate-bench-[0-9a-f]{16}:\* were not deleted "
+        r"\(ConnectionError\)\n",
+        capsys.readouterr().err,
+    )
 
 
 def test_an_unreachable_redis_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
