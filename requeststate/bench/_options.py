@@ -1,0 +1,175 @@
+"""The options of ``requeststate bench``, and the settings they make once checked."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import requeststate as rs
+
+__all__ = [
+    "DEFAULT_SECONDS",
+    "DEFAULT_STATE_BYTES",
+    "MAX_SECONDS",
+    "MIN_STATE_BYTES",
+    "ConfigError",
+    "Settings",
+    "add_arguments",
+    "generated_state",
+    "settings_from",
+]
+
+DEFAULT_STATE_BYTES: Final = 64
+DEFAULT_SECONDS: Final = 5.0
+# Two minutes: far past any useful run, within the lifetime of the token the decode case mints
+# once (a codec's default ttl, 300 s), and it catches milliseconds typed as seconds.
+MAX_SECONDS: Final = 120.0
+_STATE_HEAD: Final = '{"data":"'
+_STATE_TAIL: Final = '"}'
+MIN_STATE_BYTES: Final = len(_STATE_HEAD) + len(_STATE_TAIL)
+
+
+class ConfigError(Exception):
+    """An option or what it names cannot be used: the message says which, and why (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one run measures: the options, checked, with the state they name read or made."""
+
+    state: str
+    """The state every token carries, as ``encode`` receives it."""
+    state_file: str | None
+    """The file the state was read from, as given; ``None`` for a generated state."""
+    modes: tuple[rs.Mode, ...]
+    """The modes compared, in the order given; the first is the one the guards are measured in."""
+    keys: int
+    """The length of the key ring; its first key mints."""
+    redis_url: str | None
+    cluster: bool
+    seconds: float
+    """The timing budget: the measured rounds stop once the next one would pass it."""
+    as_json: bool
+
+    @property
+    def state_bytes(self) -> int:
+        """The state's size in UTF-8 bytes."""
+        return len(self.state.encode("utf-8"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``requeststate bench`` to ``parser``; ``settings_from`` checks their values."""
+    modes = ", ".join(mode.value for mode in rs.Mode)
+    parser.add_argument(
+        "--mode",
+        action="append",
+        metavar="MODE[,MODE...]",
+        help=f"the modes to measure and compare, repeated or comma-separated ({modes}; default: all)",
+    )
+    state = parser.add_mutually_exclusive_group()
+    state.add_argument(
+        "--state-bytes",
+        type=int,
+        metavar="N",
+        help=f"a generated JSON state of N bytes (default {DEFAULT_STATE_BYTES}, at least {MIN_STATE_BYTES})",
+    )
+    state.add_argument(
+        "--state-file",
+        metavar="PATH",
+        help="a sample state: the file's text (UTF-8), as your server passes it to encode",
+    )
+    parser.add_argument(
+        "--keys",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the length of the key ring: N random keys, the first mints (default 1)",
+    )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="also measure a RedisGuard on this Redis (needs the redis extra); "
+        "it writes under a namespace of its own and deletes it after",
+    )
+    parser.add_argument("--cluster", action="store_true", help="the --redis URL is a node of a Redis Cluster")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=DEFAULT_SECONDS,
+        metavar="S",
+        help=f"the timing budget in seconds (default {DEFAULT_SECONDS:g}); setup comes on top",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The run ``args`` asks for, checked; the state read from its file or generated.
+
+    Raises:
+        ConfigError: a value out of range, an unknown mode, ``--cluster`` without
+            ``--redis``, or a state file that cannot be read as UTF-8 text.
+    """
+    if args.keys < 1:
+        raise ConfigError(f"--keys must be 1 or more, not {args.keys}")
+    if not 0 < args.seconds <= MAX_SECONDS:  # NaN fails both comparisons
+        raise ConfigError(f"--seconds must be more than 0 and at most {MAX_SECONDS:g}, not {args.seconds:g}")
+    if args.cluster and args.redis is None:
+        raise ConfigError("--cluster needs --redis URL, the address of a node of the cluster")
+    if args.state_file is not None:
+        state = _read_state(args.state_file)
+    else:
+        state = generated_state(DEFAULT_STATE_BYTES if args.state_bytes is None else args.state_bytes)
+    return Settings(
+        state=state,
+        state_file=args.state_file,
+        modes=_modes(args.mode),
+        keys=args.keys,
+        redis_url=args.redis,
+        cluster=args.cluster,
+        seconds=args.seconds,
+        as_json=args.json,
+    )
+
+
+def generated_state(size: int) -> str:
+    """JSON text of exactly ``size`` bytes, random hex inside, so that nothing gets an easy input.
+
+    Raises:
+        ConfigError: ``size`` is below ``MIN_STATE_BYTES``, or above the largest token a codec
+            reads by default (no state that size fits in one).
+    """
+    if not MIN_STATE_BYTES <= size <= rs.DEFAULT_MAX_TOKEN_BYTES:
+        raise ConfigError(
+            f"--state-bytes must be from {MIN_STATE_BYTES} to {rs.DEFAULT_MAX_TOKEN_BYTES}, not {size}"
+        )
+    filler = size - MIN_STATE_BYTES
+    return _STATE_HEAD + os.urandom((filler + 1) // 2).hex()[:filler] + _STATE_TAIL
+
+
+def _read_state(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"--state-file {path}: not UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
+    except OSError as error:
+        raise ConfigError(f"--state-file {path}: {error.strerror or error}") from None
+
+
+def _modes(given: list[str] | None) -> tuple[rs.Mode, ...]:
+    if given is None:
+        return tuple(rs.Mode)
+    modes: list[rs.Mode] = []
+    for name in (part.strip() for value in given for part in value.split(",")):
+        try:
+            mode = rs.Mode(name)
+        except ValueError:
+            choices = ", ".join(mode.value for mode in rs.Mode)
+            raise ConfigError(f"--mode: unknown mode {name!r}; the modes are {choices}") from None
+        if mode not in modes:  # named twice, measured once
+            modes.append(mode)
+    return tuple(modes)

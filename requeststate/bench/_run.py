@@ -1,0 +1,42 @@
+"""``run``: check the options, measure, print the report; every usage or configuration error exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Final, TextIO
+
+from ._measure import Results, measure_all
+from ._options import ConfigError, Settings, settings_from
+from ._redis import bench_redis
+from ._report import as_json, text
+
+__all__ = ["EXIT_OK", "EXIT_USAGE", "run"]
+
+EXIT_OK: Final = 0
+EXIT_USAGE: Final = 2
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure what ``args`` (parsed with ``add_arguments``' options) asks for, and print it to ``out``.
+
+    Returns:
+        0 once the report is printed; 2 for an option that cannot be used (a size
+        out of range, an unknown mode, a state file that cannot be read, a Redis
+        that does not answer), with one line on stderr saying why and nothing on ``out``.
+    """
+    try:
+        settings = settings_from(args)
+        results = _measure(settings)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    out.write(as_json(results) + "\n" if settings.as_json else text(results))
+    return EXIT_OK
+
+
+def _measure(settings: Settings) -> Results:
+    if settings.redis_url is None:
+        return measure_all(settings)
+    with bench_redis(settings.redis_url, cluster=settings.cluster) as redis:
+        return measure_all(settings, redis.guard, redis.first_second)
