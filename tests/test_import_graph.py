@@ -44,6 +44,8 @@ GRAPH = {module: set(imported(module)) & set(MODULES) for module in MODULES}
 
 
 def integration_of(module: str) -> str | None:
+    if module == "requeststate.__main__":  # python -m requeststate: the command line
+        return "cli"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[1] in INTEGRATIONS else None
 

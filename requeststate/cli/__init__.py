@@ -1,4 +1,4 @@
-"""The ``requeststate`` command line: keygen, inspect, mint, probe, demo.
+"""The ``requeststate`` command line: keygen, inspect, mint, probe, bench, demo.
 
 Exit codes: 0 success (for ``inspect``, a token that verifies or was only
 read), 1 a token refused or unreadable (for ``probe``, at least one FAIL),
@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 import requeststate as rs
+from requeststate import bench
 
 from ._demo import run_demo
 from ._inspect import add_inspect, run_inspect
@@ -34,6 +35,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "inspect": run_inspect,
     "mint": run_mint,
     "probe": run_probe,
+    "bench": lambda args: bench.run(args, sys.stdout),
 }
 
 
@@ -51,6 +53,15 @@ def _parser() -> argparse.ArgumentParser:
     add_inspect(commands)
     add_mint(commands)
     add_probe(commands)
+    bench.add_arguments(
+        commands.add_parser(
+            "bench",
+            help="measure your configuration: encode, decode and round costs, and what a guard adds",
+            description="Measure this machine's cost of your configuration: a state of your size or "
+            "your sample file, your modes, the length of your key ring, and what a MemoryGuard or "
+            "your Redis adds. Within --seconds (5 by default); --json for a script.",
+        )
+    )
     return parser
 
 
