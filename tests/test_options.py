@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import itertools
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import requeststate as rs
+import requeststate._options
 from tests.conftest import NOW, SECRET
 from tests.support.reference import b64
 
@@ -213,3 +218,72 @@ def test_a_clock_reading_is_taken_in_whole_seconds() -> None:
     codec = codec_with(ttl=10, clock=lambda: NOW + 10.9)
     token = codec.encode("x", now=NOW)
     assert codec.decode(token) == "x"
+
+
+# --- the documented defaults are the declared ones ------------------------------------------------
+
+
+def option_docstrings() -> dict[str, str]:
+    """Each option of CodecOptions and its docstring, read from the one declaration's source."""
+    tree = ast.parse(Path(requeststate._options.__file__).read_text(encoding="utf-8"))
+    declaration = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "CodecOptions")
+    found: dict[str, str] = {}
+    for annotation, text in itertools.pairwise(declaration.body):
+        if isinstance(annotation, ast.AnnAssign) and isinstance(annotation.target, ast.Name):
+            assert isinstance(text, ast.Expr)
+            assert isinstance(text.value, ast.Constant)
+            found[annotation.target.id] = " ".join(str(text.value.value).split())
+    return found
+
+
+DECLARED = {
+    "mode": f'``"{rs.DEFAULT_MODE.value}"`` (the default',
+    "ttl": f"default {rs.DEFAULT_TTL}",
+    "leeway": f"default {rs.DEFAULT_LEEWAY}",
+    "max_token_bytes": f"default {rs.DEFAULT_MAX_TOKEN_BYTES} ({rs.DEFAULT_MAX_TOKEN_BYTES // 1024} KiB)",
+    "guard": "Default ``None``",
+    "clock": "when ``None``, the default",
+    "metrics": "by default the meter ``requeststate`` of the global provider",
+}
+
+
+@pytest.mark.parametrize("option", sorted(DECLARED))
+def test_each_options_docstring_states_the_declared_default(option: str) -> None:
+    assert DECLARED[option] in option_docstrings()[option]
+
+
+def test_every_option_has_its_default_documented() -> None:
+    assert set(option_docstrings()) == set(DECLARED)
+
+
+KIB = str(rs.DEFAULT_MAX_TOKEN_BYTES // 1024)
+DOCUMENTED = [
+    ("docs/quickstart.md", r"`mode` \(default `(\w+)`\)", rs.DEFAULT_MODE.value),
+    ("docs/quickstart.md", r"`ttl` \(default (\d+) s", str(rs.DEFAULT_TTL)),
+    (
+        "docs/quickstart.md",
+        r"`leeway` \(clock skew tolerated after expiry, default (\d+)",
+        str(rs.DEFAULT_LEEWAY),
+    ),
+    (
+        "docs/quickstart.md",
+        r"`max_token_bytes` \(default (\d+) KiB\)",
+        str(rs.DEFAULT_MAX_TOKEN_BYTES // 1024),
+    ),
+    (
+        "docs/wire-format.md",
+        r"`max_token_bytes` \((\d+) KiB by default\)",
+        str(rs.DEFAULT_MAX_TOKEN_BYTES // 1024),
+    ),
+    ("docs/wire-format.md", r"leeway defaults to (\d+)", str(rs.DEFAULT_LEEWAY)),
+    ("docs/security.md", r"the default TTL is (\d+) s", str(rs.DEFAULT_TTL)),
+    ("docs/cli.md", r"`--ttl` is 1 to \d+ seconds \(default (\d+)\)", str(rs.DEFAULT_TTL)),
+    ("docs/cli.md", r"`--mode` is `signed`, `(\w+)` \(the default\)", rs.DEFAULT_MODE.value),
+    ("docs/deployment.md", r"`mode=` of the call, else `(\w+)`", rs.DEFAULT_MODE.value),
+]
+
+
+@pytest.mark.parametrize(("page", "pattern", "declared"), DOCUMENTED, ids=lambda value: str(value)[:40])
+def test_the_docs_state_the_declared_defaults(page: str, pattern: str, declared: str) -> None:
+    text = " ".join((Path(__file__).parent.parent / page).read_text(encoding="utf-8").split())
+    assert re.findall(pattern, text) == [declared]
