@@ -22,6 +22,7 @@ __all__ = [
     "Context",
     "Settings",
     "check_options",
+    "refuse_unknown",
     "ttl_from_env",
 ]
 
@@ -114,11 +115,7 @@ def check_options(options: CodecOptions) -> Settings:
         TypeError: an unknown name (``**options`` would otherwise swallow a typo), or a wrong type.
         ValueError: a value out of range.
     """
-    unknown = sorted(set(options) - _OPTION_NAMES)
-    if unknown:
-        raise TypeError(
-            f"unexpected option(s) {', '.join(unknown)}; the options are {', '.join(sorted(_OPTION_NAMES))}"
-        )
+    refuse_unknown(options, _OPTION_NAMES)
     modes, _ = wire_modes(options.get("mode", DEFAULT_MODE))
     guard, clock = options.get("guard"), options.get("clock")
     check_guard(guard)
@@ -138,6 +135,18 @@ def check_options(options: CodecOptions) -> Settings:
         clock=clock,
         metrics=metrics,
     )
+
+
+def refuse_unknown(options: Mapping[str, object], names: frozenset[str]) -> None:
+    """Raise ``TypeError`` naming every option not among ``names``, and the options there are.
+
+    ``**options`` would otherwise swallow a typo, and the default would run.
+    """
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise TypeError(
+            f"unexpected option(s) {', '.join(unknown)}; the options are {', '.join(sorted(names))}"
+        )
 
 
 def ttl_from_env(environ: Mapping[str, str], default: int, name: str = ENV_TTL) -> int:

@@ -7,8 +7,9 @@ module (tests/test_imports.py checks the import graph). Each name is private for
 - ``Counts``: the counters of docs/metrics.md, for an integration that counts with
   attributes of its own (``requeststate.mcp`` adds each request's method). A user's codec
   counts by itself; the instruments' names and attributes are the documented surface.
-- ``check_int``: the check of every integer option, so that a Redis guard's options fail
-  in the very words of a codec's ("ttl must be an int from 1 to 86400, got 0").
+- ``check_int`` and ``refuse_unknown``: the checks of every integer option and of option
+  names, so that a Redis guard's options fail in the very words of a codec's ("ttl must be
+  an int from 1 to 86400, got 0", "unexpected option(s) tll; the options are ...").
 - ``check_claim_window``: the ``Guard`` contract's refusal of a claim whose window is
   over, in one wording for ``MemoryGuard`` and the Redis guards.
 - ``COMMON_SECRETS``: the package's data file of well-known secrets, which ``KeyRing``
@@ -20,6 +21,7 @@ from __future__ import annotations
 from ._bounds import check_int
 from ._guard import check_claim_window
 from ._metrics import Counts
+from ._options import refuse_unknown
 from ._secrets import COMMON_SECRETS
 
-__all__ = ["COMMON_SECRETS", "Counts", "check_claim_window", "check_int"]
+__all__ = ["COMMON_SECRETS", "Counts", "check_claim_window", "check_int", "refuse_unknown"]

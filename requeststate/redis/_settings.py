@@ -7,7 +7,7 @@ import math
 from typing import Final, NamedTuple, TypedDict
 
 from requeststate import DEFAULT_TTL, MAX_TTL
-from requeststate._seam import check_int
+from requeststate._seam import check_int, refuse_unknown
 
 from ._buckets import CLUSTER_BUCKETS
 
@@ -101,11 +101,7 @@ def check_settings(options: GuardOptions, *, cluster: bool) -> GuardSettings:
         TypeError: an unknown name (``**options`` would otherwise swallow a typo), or a wrong type.
         ValueError: a value out of range.
     """
-    unknown = sorted(set(options) - _OPTION_NAMES)
-    if unknown:
-        raise TypeError(
-            f"unexpected option(s) {', '.join(unknown)}; the options are {', '.join(sorted(_OPTION_NAMES))}"
-        )
+    refuse_unknown(options, _OPTION_NAMES)
     namespace = options.get("namespace", DEFAULT_NAMESPACE)
     if not isinstance(namespace, str):
         raise TypeError(f"namespace must be a str, not {type(namespace).__name__}")
