@@ -456,4 +456,14 @@ def seed_inputs() -> list[bytes]:
         _header(6, 2, 0, 0, KIND_SEAL) + good.replace(b"}", b',"extra":[1,{"a":null}]}'),
         _header(6, 2, 0x01, 0, KIND_SEAL) + reference.payload("no id", NOW, tag),
     ]
+    # The seeds exercise what they are meant to: a token of every mode accepted, a guard, a non-str.
+    cases = [case_of(data) for data in inputs]
+    accepted = {
+        case.minted[case.token].mode
+        for case in cases
+        if isinstance(case.token, str) and case.token in case.minted
+    }
+    assert accepted == set(MODES), accepted
+    assert any(case.guard for case in cases)
+    assert any(not isinstance(case.token, str) for case in cases)
     return inputs

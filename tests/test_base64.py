@@ -6,7 +6,7 @@ import os
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from requeststate._base64 import b64decode, b64encode, b64encode_joined
@@ -37,13 +37,6 @@ def test_round_trip_of_every_tail_length(size: int) -> None:
 
 def test_encode_is_unpadded_urlsafe() -> None:
     assert b64encode(b"\xfb\xff") == "-_8"
-
-
-@pytest.mark.parametrize("size", range(7))
-def test_encode_of_each_length_keeps_every_character_and_no_padding(size: int) -> None:
-    # What is stripped from msgspec's padded text: one character short or long fails here.
-    data = b"\xfb" * size
-    assert b64encode(data) == base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
 def test_encode_joined_joins_parts_with_dots() -> None:
@@ -115,6 +108,14 @@ def test_decode_agrees_with_the_standard_library(text: str) -> None:
 
 
 @given(st.binary(max_size=64))
+# Each length modulo 3, twice, whatever hypothesis draws: what is stripped from msgspec's padded text.
+@example(b"")
+@example(b"\xfb")
+@example(b"\xfb" * 2)
+@example(b"\xfb" * 3)
+@example(b"\xfb" * 4)
+@example(b"\xfb" * 5)
+@example(b"\xfb" * 6)
 def test_encode_agrees_with_the_standard_library(data: bytes) -> None:
     assert b64encode(data) == base64.urlsafe_b64encode(data).decode().rstrip("=")
 

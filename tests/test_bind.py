@@ -64,7 +64,7 @@ def test_bind_input_refuses_a_subject_alone_that_reads_as_a_payload(subject: str
 def test_bind_input_allows_a_brace_that_no_payload_can_start_with(subject: str, tool: str | None) -> None:
     # With a tool the input holds U+0000, which no payload does; and JSON
     # whitespace is only space, tab, CR and LF.
-    assert bind_input(subject, tool).startswith(subject.encode())
+    assert bind_input(subject, tool) == subject.encode() + (b"" if tool is None else b"\0" + tool.encode())
 
 
 class Labelled(str):

@@ -63,6 +63,8 @@ def python_blocks(text: str) -> list[Block]:
         code = textwrap.dedent("\n".join(lines[start:index]))
         blocks.append(Block(line=start, code=code, runs=marker is None))
         index += 1
+    # A broken fence pattern would find nothing and run nothing: every fence is a block.
+    assert len(blocks) == text.count("```python"), "a ```python fence was not read as a block"
     return blocks
 
 
@@ -74,26 +76,6 @@ def test_every_python_block_of_the_page_runs(page: Path, monkeypatch: pytest.Mon
     for block in python_blocks(page.read_text(encoding="utf-8")):
         if block.runs:
             exec(compile(block.code, f"{page.name}:{block.line}", "exec"), namespace)  # noqa: S102 (our docs)
-
-
-def test_the_pages_hold_python_blocks_that_run() -> None:
-    # Guards the extractor itself: a broken fence pattern would run nothing and pass.
-    counts = {page.name: sum(b.runs for b in python_blocks(page.read_text())) for page in PAGES}
-    assert counts["README.md"] >= 1
-    assert counts["quickstart.md"] >= 5
-
-
-def test_a_marked_block_does_not_run_and_an_indented_one_does() -> None:
-    text = (
-        "x\n<!-- not-run: needs a server -->\n```python\nraise SystemExit\n```\n"
-        "\n  ```python\n  y = 1\n  ```\n"
-    )
-    assert python_blocks(text) == [Block(3, "raise SystemExit", False), Block(7, "y = 1", True)]
-
-
-def test_a_not_run_marker_without_a_reason_is_refused() -> None:
-    with pytest.raises(ValueError, match="must say why"):
-        python_blocks("<!-- not-run -->\n```python\npass\n```\n")
 
 
 def test_the_readme_links_to_nothing_that_breaks_off_its_repository() -> None:
@@ -126,6 +108,10 @@ def samples(page: Path) -> list[Sample]:
         end = lines.index("```", index + 2)
         where = str(page.relative_to(ROOT))
         found.append(Sample(where, index + 1, marker.group("command"), tuple(lines[index + 2 : end])))
+    # A broken marker pattern would compare nothing: every marker is a sample.
+    assert len(found) == sum(line.startswith("<!-- sample:") for line in lines), (
+        f"{page.name}: a marker unread"
+    )
     return found
 
 
@@ -136,6 +122,12 @@ def matches(expected: tuple[str, ...], printed: list[str]) -> bool:
         for line in expected
     )
     return re.fullmatch(pattern, "".join(line + "\n" for line in printed)) is not None
+
+
+# The matcher refuses what differs, with and without its wildcards: it cannot pass every sample.
+assert matches(("a …", "…", "z"), ["a token", "b", "c", "z"])
+assert not matches(("a …", "…", "z"), ["a token", "b", "y"])
+assert not matches(("a",), ["a", "b"])
 
 
 ALL_SAMPLES = [sample for page in SAMPLE_PAGES for sample in samples(page)]
@@ -152,20 +144,3 @@ def test_each_sample_output_is_what_the_code_prints(sample: Sample) -> None:
     # The command as a reader types it, not the interpreter this test runs it with.
     printed = done.stdout.replace(sys.executable, "python").rstrip("\n").splitlines()
     assert matches(sample.expected, printed), "\n".join(printed)
-
-
-def test_the_pages_hold_samples() -> None:
-    # Guards the extractor: a broken marker pattern would compare nothing and pass.
-    assert [(sample.page, sample.command) for sample in ALL_SAMPLES] == [
-        ("README.md", "python -m requeststate demo"),
-        ("examples/README.md", "requeststate probe -- python examples/booking_server.py"),
-        ("examples/README.md", "requeststate probe -- python examples/insecure_server.py"),
-    ]
-
-
-def test_a_sample_matches_with_its_wildcards_and_not_without() -> None:
-    expected = ("a …", "…", "z")
-    assert matches(expected, ["a token", "b", "c", "z"])
-    assert matches(expected, ["a token", "z"])
-    assert not matches(expected, ["a token", "b", "y"])
-    assert not matches(("a",), ["a", "b"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import requeststate as rs
@@ -103,14 +105,23 @@ def test_seal_refuses_a_token_over_the_limit_saying_by_how_much() -> None:
 
 
 @pytest.mark.parametrize(
-    ("subject", "tool", "error"),
-    [(None, None, TypeError), ("a\0", None, ValueError), ("{", None, ValueError)],
+    ("subject", "tool", "error", "message"),
+    [
+        (None, None, TypeError, "subject must be a str and tool a str or None"),
+        ("a\0", None, ValueError, "subject and tool must not contain U+0000"),
+        (
+            "{",
+            None,
+            ValueError,
+            "a subject bound without a tool must not start with '{' (it would read as a payload)",
+        ),
+    ],
     ids=["not a str", "separator", "payload-shaped"],
 )
 def test_seal_refuses_an_identity_that_cannot_be_bound(
-    subject: object, tool: object, error: type[Exception]
+    subject: object, tool: object, error: type[Exception], message: str
 ) -> None:
-    with pytest.raises(error, match="subject"):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
         seal(SIGNED, subject=subject, tool=tool)
 
 

@@ -51,7 +51,6 @@ from tests.support.mcp_flow import (
     MODES,
     NOW_PLUS,
     OTHER_SECRET,
-    REASONS,
     ROOT,
     SECRET,
     answer,
@@ -338,21 +337,6 @@ async def test_encrypted_state_never_appears_on_the_wire(tier: Tier, shape: Shap
     assert not tap.reveals(MARKER)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-async def test_signed_state_is_readable_on_the_wire(shape: Shape) -> None:
-    # The control for the test above: the detector does find a state the client can read.
-    built = build("lowlevel", shape, KEYS, "signed")
-    tap = WireTap(InMemoryTransport(built.server))
-
-    async def run() -> None:
-        async with connect(built, tap) as client:
-            await client.call_tool("wizard", {"topic": "x"})
-
-    await bounded(run)
-    assert MARKER not in tap.text()
-    assert tap.reveals(MARKER)
-
-
 @pytest.mark.parametrize(("shape", "mode"), [(s, m) for s in SHAPES for m in MODES])
 async def test_refusal_on_the_wire_carries_no_reason(shape: Shape, mode: rs.ModeName) -> None:
     built = build("mcpserver", shape, KEYS, mode)
@@ -449,7 +433,7 @@ async def test_guard_refuses_a_second_redemption() -> None:
             await echo_refused(client, token)
 
     await bounded(run)
-    assert len(plaintext_seen(built)) == 1
+    assert plaintext_seen(built) == [f'{{"step":1,"marker":"{MARKER}","answers":[]}}']
 
 
 # --- fail closed on our own side ------------------------------------------------------------------------
@@ -529,30 +513,63 @@ def test_protect_twice_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("options", "error", "match"),
+    ("options", "error", "message"),
     [
-        ({"on_invalid": "ignore"}, ValueError, "on_invalid"),
-        ({"bind": "everything"}, ValueError, "bind"),
-        ({"bind": "subject_and_tool"}, ValueError, "bind"),
-        ({"mode": "rot13"}, ValueError, "mode"),
-        ({"mode": ()}, ValueError, "mode"),
-        ({"ttl": 0}, ValueError, "ttl"),
-        ({"ttl": True}, TypeError, "ttl"),
-        ({"leeway": -1}, ValueError, "leeway"),
-        ({"max_token_bytes": 0}, ValueError, "max_token_bytes"),
-        ({"subject": "alice"}, TypeError, "subject"),
-        ({"audience": 7}, TypeError, "audience"),
-        ({"bind": "mcpd", "audience": "svc"}, ValueError, "audience"),
-        ({"guard": rs.MemoryGuard}, TypeError, "guard"),
-        ({"guard": object()}, TypeError, "guard"),
-        ({"gaurd": rs.MemoryGuard()}, TypeError, "gaurd"),
-        ({"clock": 5}, TypeError, "clock"),
+        (
+            {"on_invalid": "ignore"},
+            ValueError,
+            "on_invalid must be one of ('error', 'reelicit'), got 'ignore'",
+        ),
+        (
+            {"bind": "everything"},
+            ValueError,
+            "bind must be one of ('request', 'target', 'mcpd'), got 'everything'",
+        ),
+        (
+            {"bind": "subject_and_tool"},
+            ValueError,
+            "bind must be one of ('request', 'target', 'mcpd'), got 'subject_and_tool'",
+        ),
+        (
+            {"mode": "rot13"},
+            ValueError,
+            "mode must be a Mode or one of 'signed', 'encrypted', 'xchacha', got 'rot13'",
+        ),
+        ({"mode": ()}, ValueError, "mode must name at least one Mode"),
+        ({"ttl": 0}, ValueError, "ttl must be an int from 1 to 86400, got 0"),
+        ({"ttl": True}, TypeError, "ttl must be an int, not bool"),
+        ({"leeway": -1}, ValueError, "leeway must be an int from 0 to 86400, got -1"),
+        ({"max_token_bytes": 0}, ValueError, "max_token_bytes must be an int from 1 to 2**63-1, got 0"),
+        ({"subject": "alice"}, TypeError, "subject must be a callable taking the request context, or None"),
+        ({"audience": 7}, TypeError, "audience must be a str or None, not int"),
+        (
+            {"bind": "mcpd", "audience": "svc"},
+            ValueError,
+            "bind='mcpd' binds no audience (mcp.d does not): leave audience unset",
+        ),
+        (
+            {"guard": rs.MemoryGuard},
+            TypeError,
+            "guard must be an instance, such as MemoryGuard(), not the class itself",
+        ),
+        (
+            {"guard": object()},
+            TypeError,
+            "guard must have a claim(token_id, expires_at, now) method; a object has none",
+        ),
+        (
+            {"gaurd": rs.MemoryGuard()},
+            TypeError,
+            "unexpected option(s) gaurd; the options are clock, guard, leeway, max_token_bytes, metrics, "
+            "mode, ttl",
+        ),
+        ({"clock": 5}, TypeError, "clock must be a callable returning unix seconds, not int"),
     ],
 )
 def test_protect_refuses_bad_configuration(
-    options: dict[str, Any], error: type[Exception], match: str
+    options: dict[str, Any], error: type[Exception], message: str
 ) -> None:
-    with pytest.raises(error, match=match):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
         protect(MCPServer("svc"), KEYS, **options)
 
 
@@ -567,19 +584,31 @@ def test_protect_refuses_a_non_server() -> None:
 
 
 def test_protect_accepts_a_raw_secret() -> None:
-    assert not protect(MCPServer("svc"), SECRET).keys.is_ephemeral
+    assert protect(MCPServer("svc"), SECRET).keys.fingerprint == rs.KeyRing(SECRET).fingerprint
 
 
 def test_repr_shows_no_key_bytes() -> None:
-    text = repr(protect(MCPServer("svc"), SECRET)) + repr(SDKCodec(SECRET))
-    assert SECRET.hex() not in text
-    assert repr(SECRET) not in text
+    ring = f"KeyRing(keys=1, minting={rs.KeyRing(SECRET).fingerprint!r})"
+    assert (repr(protect(MCPServer("svc"), SECRET)), repr(SDKCodec(SECRET))) == (
+        f"Boundary(keys={ring}, mode=encrypted, ttl=300, bind=request, audience='svc', on_invalid=error)",
+        f"SDKCodec(keys={ring}, mode=encrypted, ttl=300)",
+    )
 
 
 def test_ephemeral_keys_warn_at_install(caplog: pytest.LogCaptureFixture) -> None:
+    keys = rs.KeyRing.ephemeral()
     with caplog.at_level(logging.WARNING, logger="requeststate.mcp"):
-        protect(MCPServer("svc"), rs.KeyRing.ephemeral())
-    assert any("ephemeral" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+        protect(MCPServer("svc"), keys)
+    assert caplog.record_tuples == [
+        (
+            "requeststate.mcp",
+            logging.WARNING,
+            f"requestState keys are ephemeral (KeyRing {keys.fingerprint}): every token dies with this "
+            "process. That is right for one stdio process only; behind HTTP with several workers, replicas "
+            "or any restart, every multi-round retry will be refused. Share one KeyRing between all workers "
+            "(KeyRing.from_env() or a secret store).",
+        )
+    ]
 
 
 def test_shared_keys_do_not_warn(caplog: pytest.LogCaptureFixture) -> None:
@@ -600,15 +629,14 @@ def test_codec_round_trips_the_sdk_envelope(mode: rs.ModeName) -> None:
 
 def test_codec_refusal_carries_only_a_reason_code() -> None:
     codec = SDKCodec(KEYS)
-    with pytest.raises(InvalidRequestState) as error:
+    with pytest.raises(InvalidRequestState, match=r"^bad_signature$") as error:
         codec.unseal(tamper(codec.seal(b'{"v":1,"s":"' + MARKER.encode() + b'"}')))
-    assert str(error.value) in REASONS
     assert error.value.__cause__ is None
 
 
 def test_codec_refuses_a_token_of_another_key() -> None:
     token = SDKCodec(OTHER_SECRET).seal(b"{}")
-    with pytest.raises(InvalidRequestState):
+    with pytest.raises(InvalidRequestState, match=r"^bad_signature$"):
         SDKCodec(KEYS).unseal(token)
 
 
@@ -771,8 +799,10 @@ async def test_http_misbound_echo_is_refused_and_the_legitimate_retry_completes(
 
 
 async def test_ephemeral_keys_warn_on_the_first_http_request(caplog: pytest.LogCaptureFixture) -> None:
+    keys = rs.KeyRing.ephemeral()
+
     async def run() -> None:
-        async with http_server(rs.KeyRing.ephemeral()) as (url, _), http_client(url, "tok-alice") as alice:
+        async with http_server(keys) as (url, _), http_client(url, "tok-alice") as alice:
             caplog.clear()
             await first_round(alice)
             await first_round(alice)
@@ -780,9 +810,11 @@ async def test_ephemeral_keys_warn_on_the_first_http_request(caplog: pytest.LogC
     with caplog.at_level(logging.WARNING, logger="requeststate.mcp"):
         await bounded(run)
     warnings = [r.getMessage() for r in caplog.records if r.name == "requeststate.mcp"]
-    assert len(warnings) == 1
-    assert "ephemeral" in warnings[0]
-    assert "HTTP" in warnings[0]
+    assert warnings == [
+        f"requestState keys are ephemeral (KeyRing {keys.fingerprint}) on an HTTP transport: a retry that "
+        "reaches another worker or replica, or arrives after a restart, is refused. Share one KeyRing "
+        "between all workers (KeyRing.from_env() or a secret store)."
+    ]
 
 
 # --- stdio subprocesses: the real transport, and several instances sharing a key ------------------------
@@ -920,7 +952,7 @@ async def test_example_booking_server_completes_over_stdio() -> None:
             return text_of(await client.call_tool("book_table", {"restaurant": "Chez Ada"}))
 
     outcome = await bounded(run)
-    assert outcome.startswith("Booked a table for 4 at Chez Ada on 2026-12-01")
+    assert outcome == "Booked a table for 4 at Chez Ada on 2026-12-01."
     assert not tap.reveals("hold-")
 
 
@@ -930,13 +962,19 @@ async def test_example_booking_server_completes_over_stdio() -> None:
         (
             "booking_http_server.py",
             {"BOOKING_USERS": "t:alice"},
-            "error: REQUESTSTATE_KEYS is not set, or empty",
+            "error: REQUESTSTATE_KEYS is not set, or empty: set it to base64url secrets separated by "
+            "commas, newest first (generate one with: requeststate keygen)",
         ),
-        ("booking_server.py", {"REQUESTSTATE_KEYS": "short"}, "error: REQUESTSTATE_KEYS: secret 0 "),
+        (
+            "booking_server.py",
+            {"REQUESTSTATE_KEYS": "short"},
+            "error: REQUESTSTATE_KEYS: secret 0 is not base64url",
+        ),
         (
             "booking_server.py",
             {"REQUESTSTATE_KEYS": b64_secret(SECRET), "REQUESTSTATE_TTL": "0"},
-            "error: REQUESTSTATE_TTL must be whole seconds",
+            "error: REQUESTSTATE_TTL must be whole seconds from 1 to 86400 (a day); its value is not: "
+            "set it as REQUESTSTATE_TTL=300, for five minutes",
         ),
     ],
 )
@@ -955,10 +993,7 @@ def test_example_servers_stop_on_a_configuration_error_with_one_line(
         timeout=60,
         check=False,
     )
-    assert done.returncode == 1
-    assert done.stderr.startswith(message)
-    assert "Traceback" not in done.stderr
-    assert done.stderr.count("\n") == 1
+    assert (done.returncode, done.stderr) == (1, f"{message}\n")
 
 
 @pytest.fixture

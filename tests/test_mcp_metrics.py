@@ -24,6 +24,7 @@ pytestmark = pytest.mark.anyio
 
 CALL = {"name": "wizard", "arguments": {"topic": "x"}}
 TOOLS = "tools/call"
+REFUSED = r"^Invalid or expired requestState$"
 
 
 def meter(reader: InMemoryMetricReader) -> Meter:
@@ -60,10 +61,12 @@ async def test_each_input_required_method_counts_under_its_own_name(
 async def test_a_refused_echo_is_counted_with_its_reason_and_method(reader: InMemoryMetricReader) -> None:
     boundary = Boundary(KEYS, mode=("encrypted", "signed"), audience="svc", metrics=meter(reader))
     token = await seal_round(boundary, CALL)
-    with pytest.raises(MCPError):
+    with pytest.raises(MCPError, match=REFUSED):
         await open_round(boundary, CALL, tamper(token))
-    refused = point("tokens.refused", mode="encrypted,signed", reason="bad_signature", method=TOOLS)
-    assert points(reader)[refused] == 1
+    assert points(reader) == {
+        point("tokens.minted", mode="encrypted", method=TOOLS): 1,
+        point("tokens.refused", mode="encrypted,signed", reason="bad_signature", method=TOOLS): 1,
+    }
 
 
 async def test_a_request_that_cannot_be_bound_is_counted_as_wrong_binding(
@@ -74,7 +77,7 @@ async def test_a_request_that_cannot_be_bound_is_counted_as_wrong_binding(
         raise RuntimeError("identity provider down")
 
     boundary = Boundary(KEYS, audience="svc", subject=failing, metrics=meter(reader))
-    with pytest.raises(MCPError):
+    with pytest.raises(MCPError, match=REFUSED):
         await open_round(boundary, CALL, "v1e.AAAA")
     assert points(reader) == {
         point("tokens.refused", mode="encrypted", reason="wrong_binding", method=TOOLS): 1
@@ -87,13 +90,16 @@ async def test_the_guard_claims_and_refusals_are_counted_with_the_method(
     boundary = Boundary(KEYS, audience="svc", guard=rs.MemoryGuard(), metrics=meter(reader))
     token = await seal_round(boundary, CALL)
     await open_round(boundary, CALL, token)
-    with pytest.raises(MCPError):
+    with pytest.raises(MCPError, match=REFUSED):
         await open_round(boundary, CALL, token)
     replayed = {"mode": "encrypted", "reason": "replayed", "method": TOOLS}
-    found = points(reader)
-    assert found[point("guard.claims", mode="encrypted", method=TOOLS)] == 1
-    assert found[point("guard.refusals", **replayed)] == 1
-    assert found[point("tokens.refused", **replayed)] == 1
+    assert points(reader) == {
+        point("tokens.minted", mode="encrypted", method=TOOLS): 1,
+        point("tokens.accepted", mode="encrypted", method=TOOLS): 1,
+        point("guard.claims", mode="encrypted", method=TOOLS): 1,
+        point("guard.refusals", **replayed): 1,
+        point("tokens.refused", **replayed): 1,
+    }
 
 
 async def test_a_given_codec_counts_none_of_the_boundary_tokens(reader: InMemoryMetricReader) -> None:
@@ -102,8 +108,13 @@ async def test_a_given_codec_counts_none_of_the_boundary_tokens(reader: InMemory
     codec = rs.Codec(KEYS, mode="encrypted", metrics=meter(its_own))
     boundary = Boundary(codec, audience="svc", metrics=meter(reader))
     await open_round(boundary, CALL, await seal_round(boundary, CALL))
-    assert points(its_own) == {}
-    assert points(reader)[point("tokens.accepted", mode="encrypted", method=TOOLS)] == 1
+    assert (points(its_own), points(reader)) == (
+        {},
+        {
+            point("tokens.minted", mode="encrypted", method=TOOLS): 1,
+            point("tokens.accepted", mode="encrypted", method=TOOLS): 1,
+        },
+    )
 
 
 def test_a_meter_that_is_no_meter_is_refused() -> None:

@@ -98,10 +98,12 @@ def test_the_refusal_names_the_position_of_the_weak_secret() -> None:
 
 def test_the_low_entropy_refusal_never_shows_the_secret() -> None:
     secret = b"hunter2!" * 4
-    with pytest.raises(ValueError, match="a short pattern repeated") as caught:
+    with pytest.raises(
+        ValueError,
+        match=r"^secret 0 is a short pattern repeated, not secret randomness: use 32 random bytes: "
+        r"requeststate keygen, or os\.urandom\(32\)$",
+    ):
         rs.KeyRing(secret)
-    assert "hunter2" not in str(caught.value)
-    assert secret.hex() not in str(caught.value)
 
 
 @pytest.mark.parametrize("size", [0, 16, 31])
@@ -111,14 +113,6 @@ def test_a_secret_shorter_than_32_bytes_is_refused_stating_the_requirement(size:
         match=rf"^secret 0 is {size} bytes; each secret must be at least 32 bytes of secret randomness$",
     ):
         rs.KeyRing(os.urandom(size))
-
-
-def test_the_length_refusal_never_shows_the_secret() -> None:
-    secret = b"\x41" * 31
-    with pytest.raises(ValueError, match="secret 0 is 31 bytes") as caught:
-        rs.KeyRing(secret)
-    assert "AAAA" not in str(caught.value)
-    assert "4141" not in str(caught.value)
 
 
 def test_a_str_secret_is_refused_pointing_to_from_env() -> None:

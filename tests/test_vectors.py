@@ -14,7 +14,6 @@ from requeststate._keys import known_answer_ring
 from requeststate._modes import wire_modes
 from requeststate._payload import build_payload
 from requeststate._signed import SIGNED
-from tests.support import reference as ref
 
 VECTORS = Path(__file__).parent / "vectors"
 VALID: list[dict[str, Any]] = json.loads((VECTORS / "valid.json").read_text(encoding="utf-8"))
@@ -26,40 +25,13 @@ SPEC_VECTOR = (
 )
 
 
-def test_spec_vector_decodes() -> None:
-    keys = known_answer_ring(bytes(range(32)))
-    state = rs.verify(SPEC_VECTOR, keys, mode="signed", subject="alice", tool="tool", now=2_000_000_000)
-    assert state == '{"step":1}'
-
-
 def test_spec_vector_is_what_the_signed_mode_writes_without_an_id() -> None:
     [minting] = known_answer_ring(bytes(range(32))).bound("alice", "tool")
     payload = build_payload('{"step":1}', 2_000_000_000, minting.bind_tag)
     assert SIGNED.seal(payload, minting, b"") == SPEC_VECTOR
 
 
-def test_reference_reproduces_the_spec_vector() -> None:
-    token = ref.token("signed", bytes(range(32)), '{"step":1}', 2_000_000_000, "alice", "tool", b"")
-    assert token == SPEC_VECTOR
-
-
 OURS = [v for v in VALID if v["id"] is not None]
-
-
-@pytest.mark.parametrize("vector", VALID, ids=[v["name"] for v in VALID])
-def test_reference_still_writes_the_valid_vector(vector: dict[str, Any]) -> None:
-    token = ref.token(
-        vector["mode"],
-        bytes.fromhex(vector["secret"]),
-        vector["state"],
-        vector["exp"],
-        vector["subject"],
-        vector["tool"],
-        bytes.fromhex(vector["nonce"]),
-        vector["id"],
-        vector["iat"],
-    )
-    assert token == vector["token"]
 
 
 @pytest.mark.parametrize("vector", OURS, ids=[v["name"] for v in OURS])
@@ -95,7 +67,7 @@ def test_package_reads_the_valid_vector(vector: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("vector", INVALID, ids=[v["name"] for v in INVALID])
 def test_invalid_vector_is_refused_for_its_reason(vector: dict[str, Any]) -> None:
-    with pytest.raises(rs.InvalidToken) as caught:
+    with pytest.raises(rs.InvalidToken, match=f"^{vector['reason']}$") as caught:
         rs.verify(
             vector["token"],
             known_answer_ring(bytes.fromhex(vector["secret"])),
@@ -104,18 +76,4 @@ def test_invalid_vector_is_refused_for_its_reason(vector: dict[str, Any]) -> Non
             tool=vector["tool"],
             now=vector["now"],
         )
-    assert caught.value.reason.value == vector["reason"], vector["rule"]
-
-
-def test_a_ring_refuses_the_spec_vectors_key_as_a_counter() -> None:
-    # The vectors' keys are counters (bytes 0x00..0x1f): fine for known answers, never for a deployment.
-    with pytest.raises(
-        ValueError, match=r"^secret 0 is a counter \(each byte a fixed step from the one before\)"
-    ):
-        rs.KeyRing(bytes(range(32)))
-
-
-def test_every_invalid_vector_names_a_spec_rule() -> None:
-    spec_sections = {"Base64", "Signed mode", "Encrypted mode", "Failure", "Payload", "Bind tag", "Expiry"}
-    for vector in INVALID:
-        assert vector["rule"].split(":")[0] in spec_sections, vector["name"]
+    assert caught.value.reason == rs.Reason(vector["reason"]), vector["rule"]

@@ -125,3 +125,14 @@ def _inside(data: bytes, needle: bytes, depth: int) -> bool:
         if _inside(raw, needle, depth - 1):
             return True
     return False
+
+
+# The detector finds a state a client can read: here, as SDKCodec carries it in a signed token,
+# the SDK's envelope in base64url inside our payload in base64url. And it finds nothing else.
+_READABLE = "v1.{}.AAAA".format(
+    base64.urlsafe_b64encode(
+        json.dumps({"s": base64.urlsafe_b64encode(b'{"v":1,"s":"PLAINTEXT"}').decode()}).encode()
+    ).decode()
+)
+assert _inside(_READABLE.encode(), b"PLAINTEXT", 3)
+assert not _inside(_READABLE.encode(), b"ELSEWHERE", 3)

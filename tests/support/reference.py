@@ -88,3 +88,12 @@ def token(
     if mode == "xchacha":
         return xchacha_token(secret, raw_payload, tag, nonce)
     return encrypted_token(secret, raw_payload, tag, nonce)
+
+
+# The wire format's published test vector (docs/wire-format.md): every token this module writes
+# rests on its reproducing it.
+SPEC_VECTOR = (
+    "v1.eyJzIjoie1wic3RlcFwiOjF9IiwiZXhwIjoyMDAwMDAwMDAwLCJiIjoiMDIxMDgzZTA4YzU0ZDlkYzQ1NWMxZTYzOTg3YTVhYjMw"
+    "OTBkMDQzYjRlMzg4MDQ0YzEzYTUyYmFkNDk2ZDc1YyJ9.RsV7ymUnPAhlHTSgL7WwT-JkFDls-50Uj7VMfwSzzQA"
+)
+assert token("signed", bytes(range(32)), '{"step":1}', 2_000_000_000, "alice", "tool", b"") == SPEC_VECTOR

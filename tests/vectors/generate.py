@@ -1,14 +1,16 @@
 """Write valid.json and invalid.json beside this file from tests/support/reference.py.
 
 Run from the repository root: ``python -m tests.vectors.generate``. The files
-are committed; tests/test_vectors.py checks that the reference still produces
-every valid token, so a change to either side shows up as a failing test.
+are committed, and tests/test_vectors.py checks the package against them;
+``python -m tests.vectors.generate --check`` checks that the reference still
+writes them, without writing anything.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +266,10 @@ def invalid_vectors() -> list[dict[str, Any]]:
         "xchacha, expired a second ago", expiry_rule, _xchacha_over(ref.payload("x", EXP - 1, tag)), "expired"
     )
 
+    # Each vector names the rule of docs/wire-format.md it breaks, by the section that states it.
+    sections = {"Base64", "Signed mode", "Encrypted mode", "Failure", "Payload", "Bind tag", "Expiry"}
+    unnamed = [name for name, rule, _, _ in cases if rule.split(":")[0] not in sections]
+    assert unnamed == [], f"vectors naming no rule of the spec: {unnamed}"
     return [
         {
             "name": name,
@@ -280,12 +286,20 @@ def invalid_vectors() -> list[dict[str, Any]]:
     ]
 
 
-def main() -> None:
+def main(argv: list[str]) -> int:
+    check = argv == ["--check"]
+    stale = []
     for name, vectors in (("valid.json", valid_vectors()), ("invalid.json", invalid_vectors())):
         text = json.dumps(vectors, indent=1, ensure_ascii=False) + "\n"
-        (HERE / name).write_text(text, encoding="utf-8")
-        print(f"wrote {len(vectors)} vectors to {name}")
+        if not check:
+            (HERE / name).write_text(text, encoding="utf-8")
+            print(f"wrote {len(vectors)} vectors to {name}")
+        elif (HERE / name).read_text(encoding="utf-8") != text:
+            stale.append(name)
+    if stale:
+        print(f"the reference no longer writes {', '.join(stale)}", file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))
