@@ -6,7 +6,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final, Unpack
 
-from mcp.server import MCPServer, Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, InputRequiredResult
@@ -17,7 +16,7 @@ from requeststate._seam import Counts
 
 from ._binding import boundary_tool, mcpd_tool
 from ._config import BoundaryOptions, settings
-from ._install import install, warn_if_ephemeral
+from ._install import AnyServer, install, warn_if_ephemeral
 
 logger = logging.getLogger("requeststate.mcp")
 
@@ -264,9 +263,7 @@ class Boundary:
         return token
 
 
-def protect(
-    server: MCPServer[Any] | Server[Any], keys: rs.Keys | rs.Codec, /, **options: Unpack[BoundaryOptions]
-) -> Boundary:
+def protect(server: AnyServer, keys: rs.Keys | rs.Codec, /, **options: Unpack[BoundaryOptions]) -> Boundary:
     """Protect every ``requestState`` of ``server`` with a requeststate ``Boundary``; return it.
 
     The recommended set-up lets the deployment choose the keys, mode and ttl

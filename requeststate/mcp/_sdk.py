@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Final, Unpack
+from typing import Final, Unpack
 
-from mcp.server import MCPServer, Server
 from mcp.server.request_state import (
     InvalidRequestState,
     RequestStateBoundary,
@@ -19,7 +18,7 @@ import requeststate as rs
 from ._binding import SDK_CODEC_TOOL
 from ._boundary import Boundary
 from ._config import SubjectSource
-from ._install import chain, install, warn_if_ephemeral
+from ._install import AnyServer, chain, install, warn_if_ephemeral
 
 _GUARD_REFUSED: Final = (
     "a replay guard cannot run in the SDK's codec seam: the SDK checks the method, target, "
@@ -120,7 +119,7 @@ def sdk_security(
 
 
 def use_codec(
-    server: MCPServer[Any] | Server[Any],
+    server: AnyServer,
     keys: rs.Keys,
     /,
     *,
