@@ -39,6 +39,7 @@ from mcp_types import (
     InputRequests,
     ListRootsRequest,
     ListRootsResult,
+    TextContent,
     Tool,
 )
 
@@ -94,8 +95,6 @@ TAMPERING = [
     "prefix_swapped",
 ]
 FORGERY = ["forged", "rehashed", "guessed_key", "alg_none"]
-BINDING = ["arguments", "cross_tool", "other_user", "expiry", "replay"]
-ALL_CHECKS = [*TAMPERING, "random", *FORGERY, "repadded", *BINDING, "confidential"]
 
 
 def in_process(server: object, **options: Any) -> probe.Report:
@@ -124,91 +123,133 @@ def rows(report: probe.Report) -> dict[str, probe.Check]:
 
 # --- the gallery: one broken server per failure mode, each caught on its own row ---------------------------
 
+ACCEPTED = "accepted: the next round asks for party"
+REFUSED = "refused: JSON-RPC -32602 Invalid or expired requestState"
+EVERY_MEMBER_FORGED = (
+    "3 of the 3 members edited went through: `restaurant`, `step`, `price` "
+    "(e.g. `restaurant` changed ('x' appended), "
+)
 KEYLESS_WRAPPING = {
-    "json": "re-encoded as JSON",
-    "base64url(zlib(json))": "re-encoded as base64url(zlib(JSON))",
-    "base64(json)": "(JSON)",  # either alphabet spells this one state alike
-    "base64url(gzip(json))": "re-encoded as base64url(gzip(JSON))",
-    "hex(json)": "re-encoded as hex(JSON)",
-    "hex(zlib(json))": "re-encoded as hex(zlib(JSON))",
+    "json": "JSON",
+    "base64url(zlib(json))": "base64url(zlib(JSON))",
+    "base64(json)": "base64url(JSON)",  # either alphabet spells this one state alike
+    "base64url(gzip(json))": "base64url(gzip(JSON))",
+    "hex(json)": "hex(JSON)",
+    "hex(zlib(json))": "hex(zlib(JSON))",
 }
 
 
 @pytest.mark.parametrize("kind", sorted(schemes.KEYLESS))
 def test_a_keyless_encoding_is_forged_and_every_member_named(kind: str) -> None:
-    found = rows(in_process(gallery.broken(kind)))
-    assert found["forged"].result == "FAIL"
-    assert "3 of the 3 members edited went through: `restaurant`, `step`, `price`" in found["forged"].detail
-    assert KEYLESS_WRAPPING[kind] in found["forged"].detail
+    forged = rows(in_process(gallery.broken(kind)))["forged"]
+    detail = f"{EVERY_MEMBER_FORGED}re-encoded as {KEYLESS_WRAPPING[kind]}: {ACCEPTED})"
+    assert (forged.result, forged.detail) == ("FAIL", detail)
 
 
 def test_a_compressed_state_is_neither_hidden_nor_safe_with_the_strict_options() -> None:
     # The issue's false PASS: base64url(zlib(json)) was "opaque" and nothing was "accepted".
     report = in_process(gallery.broken("base64url(zlib(json))"), single_use=True, require_confidential=True)
-    found = rows(report)
-    assert found["confidential"].result == "FAIL"
-    assert "base64url(zlib(JSON))" in found["confidential"].detail
-    assert report.exit_code == 1
+    confidential = rows(report)["confidential"]
+    assert (report.exit_code, confidential.result, confidential.detail) == (
+        1,
+        "FAIL",
+        "state readable by the client: base64url(zlib(JSON)), an object (keys: price, restaurant, step)",
+    )
 
 
 def test_an_unkeyed_hash_is_recomputed() -> None:
     found = rows(in_process(gallery.broken("unkeyed hash")))
-    assert found["rehashed"].result == "FAIL"
-    assert "sha256 hex of the decoded bytes" in found["rehashed"].detail
-    assert found["forged"].result == "PASS"  # an edit under the stale hash is refused: the hash row tells
+    assert (found["rehashed"].result, found["rehashed"].detail) == (
+        "FAIL",
+        f"{EVERY_MEMBER_FORGED}re-encoded as base64url(JSON) + '.' + sha256 hex of the decoded bytes, "
+        f"the hash recomputed: {ACCEPTED})",
+    )
 
 
-@pytest.mark.parametrize("kind", ["v1. prefix over an unkeyed hash", "v1e. prefix over an unkeyed hash"])
-def test_an_unkeyed_hash_behind_our_prefix_is_recomputed(kind: str) -> None:
-    # issue 22: a v1e.-looking token over a SHA-256 of readable JSON was exit 0 (rehashed SKIPped).
-    report = in_process(gallery.broken(kind))
-    found = rows(report)
-    assert found["rehashed"].result == "FAIL"
-    assert found["rehashed"].flaw == FLAWS["rehashed"]
-    assert "`restaurant`, `step`, `price`" in found["rehashed"].detail
+def test_an_edit_under_a_stale_unkeyed_hash_is_refused() -> None:
+    # The hash row tells of the hash: an edit that leaves it stale is no forgery.
+    forged = rows(in_process(gallery.broken("unkeyed hash")))["forged"]
+    assert (forged.result, forged.detail) == (
+        "PASS",
+        f"{REFUSED} (every one of 3 edits, e.g. `restaurant` changed ('x' appended), re-encoded as "
+        "part 1 of 2: base64url(JSON))",
+    )
 
 
 @pytest.mark.parametrize(
     ("kind", "hashed"),
     [
         (
-            "unkeyed hash before the state",
-            "re-encoded as sha256 hex of the decoded bytes + '.' + base64url(JSON)",
+            "v1. prefix over an unkeyed hash",
+            "part 2 of 2: base64url(JSON) + '.' + sha256 base64 of the decoded bytes after the prefix",
         ),
+        ("v1e. prefix over an unkeyed hash", "part 2 of 2: base64url(JSON + sha256 appended)"),
+    ],
+)
+def test_an_unkeyed_hash_behind_our_prefix_is_recomputed(kind: str, hashed: str) -> None:
+    # issue 22: a v1e.-looking token over a SHA-256 of readable JSON was exit 0 (rehashed SKIPped).
+    rehashed = rows(in_process(gallery.broken(kind)))["rehashed"]
+    assert (rehashed.result, rehashed.flaw, rehashed.detail) == (
+        "FAIL",
+        FLAWS["rehashed"],
+        f"{EVERY_MEMBER_FORGED}re-encoded as {hashed}, the hash recomputed: {ACCEPTED})",
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "hashed"),
+    [
+        ("unkeyed hash before the state", "sha256 hex of the decoded bytes + '.' + base64url(JSON)"),
         (
             "v1e. prefix over an unkeyed hash before the state",
-            "re-encoded as part 2 of 2: base64url(sha256 prepended",
+            "part 2 of 2: base64url(sha256 prepended + JSON)",
         ),
     ],
 )
 def test_an_unkeyed_hash_before_the_content_is_recomputed(kind: str, hashed: str) -> None:
     # issue 22 (audit): `hexdigest.body` and v1e.+base64(sha256 || JSON) were exit 0 (rehashed SKIPped).
-    found = rows(in_process(gallery.broken(kind)))
-    assert found["rehashed"].result == "FAIL"
-    assert "`restaurant`, `step`, `price`" in found["rehashed"].detail
-    assert hashed in found["rehashed"].detail
+    rehashed = rows(in_process(gallery.broken(kind)))["rehashed"]
+    assert (rehashed.result, rehashed.detail) == (
+        "FAIL",
+        f"{EVERY_MEMBER_FORGED}re-encoded as {hashed}, the hash recomputed: {ACCEPTED})",
+    )
 
 
 def test_a_guessable_mac_key_is_found_and_proven_by_a_forgery() -> None:
     # issue 22: a correct HMAC under b"secret" FAILed only on repadded; the flaw itself was missed.
-    found = rows(in_process(gallery.broken("guessable key")))
-    assert found["guessed_key"].result == "FAIL"
-    assert found["guessed_key"].detail.startswith(
+    guessed = rows(in_process(gallery.broken("guessable key")))["guessed_key"]
+    assert (guessed.result, guessed.detail) == (
+        "FAIL",
         "its HMAC-SHA256 of the text before the last '.' is made with the built-in list of common "
         "secrets, line 1: a state forged and signed with it (`restaurant` changed ('x' appended)) "
-        "was accepted"
+        f"was {ACCEPTED}",
     )
-    assert {found[c].result for c in ("bit_flip", "forged", "random")} == {"PASS"}  # the MAC is correct
+
+
+def test_a_correct_mac_under_a_guessable_key_refuses_tampering() -> None:
+    found = rows(in_process(gallery.broken("guessable key")))
+    assert {c: (found[c].result, found[c].detail) for c in ("bit_flip", "forged", "random")} == {
+        "bit_flip": ("PASS", f"{REFUSED} (32 single-bit flips over its 79 bytes)"),
+        "forged": (
+            "PASS",
+            f"{REFUSED} (every one of 3 edits, e.g. `restaurant` changed ('x' appended), re-encoded as "
+            "part 1 of 2: base64url(JSON))",
+        ),
+        "random": ("PASS", REFUSED),
+    }
 
 
 def test_a_key_in_the_users_wordlist_is_found(tmp_path: Path) -> None:
     wordlist = tmp_path / "ours.txt"
     wordlist.write_bytes(b"not this one\r\nacme-staging-2024\n")
     server = gallery.under("acme", *schemes.guessable(b"acme-staging-2024"))
-    found = rows(in_process(server, wordlists=(wordlist,)))
-    assert found["guessed_key"].result == "FAIL"
-    assert f"made with --wordlist {wordlist}, line 2: a state forged" in found["guessed_key"].detail
-    assert "acme-staging" not in found["guessed_key"].detail  # where the secret is, never the secret
+    guessed = rows(in_process(server, wordlists=(wordlist,)))["guessed_key"]
+    # Where the secret is, never the secret.
+    assert (guessed.result, guessed.detail) == (
+        "FAIL",
+        f"its HMAC-SHA256 of the text before the last '.' is made with --wordlist {wordlist}, line 2: "
+        f"a state forged and signed with it (`restaurant` changed ('x' appended)) was {ACCEPTED}",
+    )
 
 
 def test_a_strong_key_is_not_guessed() -> None:
@@ -219,58 +260,83 @@ def test_a_strong_key_is_not_guessed() -> None:
 
 def test_aes_ctr_without_a_mac_fails_bit_flips_with_the_region_accepted() -> None:
     # issue 22: 5 flipped base64 characters PASSed; a one-bit flip turned a fee of 25 into 15.
-    report = in_process(gallery.broken("aes-ctr without a mac"))
-    found = rows(report)
-    assert found["bit_flip"].result == "FAIL"
-    assert found["bit_flip"].flaw == FLAWS["bit_flip"]
-    assert " single-bit flips were accepted, at bytes " in found["bit_flip"].detail
-    assert " of 63 (base64url) (the first: accepted" in found["bit_flip"].detail
-    assert found["confidential"].result == "PASS"  # opaque, and malleable all the same
+    # The nonce is random, the 32 bits flipped and the state are not: the same flips are accepted each time.
+    found = rows(in_process(gallery.broken("aes-ctr without a mac")))
+    assert (found["bit_flip"].result, found["bit_flip"].flaw, found["bit_flip"].detail) == (
+        "FAIL",
+        FLAWS["bit_flip"],
+        f"13 of 32 single-bit flips were accepted, at bytes 18-60 of 63 (base64url) (the first: {ACCEPTED})",
+    )
+
+
+def test_a_state_under_aes_ctr_is_opaque_though_malleable() -> None:
+    confidential = rows(in_process(gallery.broken("aes-ctr without a mac")))["confidential"]
+    assert (confidential.result, confidential.detail) == (
+        "PASS",
+        "nothing readable in the token (opaque to the client)",
+    )
 
 
 def test_a_prefix_before_a_colon_is_read_past_for_bit_flips_and_confidentiality() -> None:
     # issue 22: `ctr:` made the token "plain text": bits flipped in its characters, a false confidential FAIL.
     report = in_process(gallery.broken("aes-ctr without a mac, behind ctr:"), require_confidential=True)
     found = rows(report)
-    assert found["bit_flip"].result == "FAIL"
-    assert " of 63 (base64url) after 'ctr:' (the first: accepted" in found["bit_flip"].detail
-    assert found["confidential"].result == "PASS"
-    assert report.state == "ctr: token, 2 parts, 88 characters"
+    assert (
+        report.state,
+        found["bit_flip"].result,
+        found["bit_flip"].detail,
+        found["confidential"].result,
+    ) == (
+        "ctr: token, 2 parts, 88 characters",
+        "FAIL",
+        "13 of 32 single-bit flips were accepted, at bytes 18-60 of 63 (base64url) after 'ctr:' "
+        f"(the first: {ACCEPTED})",
+        "PASS",
+    )
 
 
 def test_a_mac_over_part_of_the_state_fails_naming_the_members_left_out() -> None:
     # issue 22: exit 0 when only the first string and the first number were edited, both covered.
-    found = rows(in_process(gallery.broken("mac over part of the state")))
-    assert found["forged"].result == "FAIL"
-    assert found["forged"].detail.startswith("1 of the 4 members edited went through: `state.price` (")
+    forged = rows(in_process(gallery.broken("mac over part of the state")))["forged"]
+    assert (forged.result, forged.detail) == (
+        "FAIL",
+        "1 of the 4 members edited went through: `state.price` (e.g. `state.price` changed (number +1), "
+        f"re-encoded as JSON: {ACCEPTED})",
+    )
 
 
 def test_the_one_member_left_out_of_a_mac_over_44_is_edited() -> None:
     # issue 22: 24 edits spread over 44 members left out the 43rd, the one uncovered: a PASS.
-    found = rows(in_process(gallery.broken("mac over part of a wide state")))
-    assert found["forged"].result == "FAIL"
-    assert found["forged"].detail.startswith("1 of the 44 members edited went through: `state.price` (")
+    forged = rows(in_process(gallery.broken("mac over part of a wide state")))["forged"]
+    assert (forged.result, forged.detail) == (
+        "FAIL",
+        "1 of the 44 members edited went through: `state.price` (e.g. `state.price` changed (number +1), "
+        f"re-encoded as JSON: {ACCEPTED})",
+    )
 
 
 def test_a_pass_over_a_sample_of_the_members_says_how_many_were_edited() -> None:
     seal, open_ = schemes.wide(100, price_covered=True)
-    found = rows(in_process(gallery.under("wide and covered", seal, open_)))
-    assert found["forged"].result == "PASS"
-    assert ", 64 of 104 members edited, e.g. `pad.m00` changed (number +1)" in found["forged"].detail
+    forged = rows(in_process(gallery.under("wide and covered", seal, open_)))["forged"]
+    assert (forged.result, forged.detail) == (
+        "PASS",
+        f"{REFUSED} (every one of 64 edits, 64 of 104 members edited, e.g. `pad.m00` changed (number +1), "
+        "re-encoded as JSON)",
+    )
 
 
 def test_a_sound_server_that_reads_base64_leniently_is_a_warn_saying_what_it_means() -> None:
     report = in_process(gallery.lenient())
-    found = rows(report)
-    assert found["repadded"].result == "WARN"
-    assert "The server decodes base64 leniently: its integrity is not at stake" in found["repadded"].detail
-    assert "replay guard or cache keyed on the token's text" in found["repadded"].detail
+    repadded = rows(report)["repadded"]
     # Before: only the first spelling that went through was named.
-    assert found["repadded"].detail.startswith(
+    assert (report.exit_code, repadded.result, repadded.detail) == (
+        0,
+        "WARN",
         "the token with '=' appended, with '==' appended, in the standard base64 alphabet (+/) and with an "
-        "unused bit of its last character set was accepted"
+        f"unused bit of its last character set was {ACCEPTED}. The server decodes base64 leniently: its "
+        "integrity is not at stake (the same bytes), but a replay guard or cache keyed on the token's text "
+        "takes each such copy for a new token",
     )
-    assert report.exit_code == 0
 
 
 def test_single_use_kept_by_the_tokens_text_fails_the_replay_row() -> None:
@@ -284,11 +350,12 @@ def test_single_use_kept_by_the_tokens_text_fails_the_replay_row() -> None:
 
 
 def test_another_spelling_accepted_fails_when_the_state_has_no_integrity() -> None:
-    found = rows(in_process(gallery.broken("guessable key")))
-    assert found["repadded"].result == "FAIL"
+    repadded = rows(in_process(gallery.broken("guessable key")))["repadded"]
     # issue 22: it said "the state has no integrity at all" of a MAC under a guessable key.
-    assert found["repadded"].detail.endswith(
-        "and the guessed_key row FAILed: guessable MAC key: anyone can sign a state with it"
+    assert (repadded.result, repadded.detail) == (
+        "FAIL",
+        "the token with '=' appended, with '==' appended and with an unused bit of its last character set "
+        f"was {ACCEPTED}, and the guessed_key row FAILed: guessable MAC key: anyone can sign a state with it",
     )
 
 
@@ -307,10 +374,24 @@ def test_a_jwt_with_alg_none_is_forged() -> None:
 
 def test_a_signed_jwt_that_accepts_alg_none_fails_only_the_alg_none_row() -> None:
     found = rows(in_process(gallery.broken("jwt accepting alg none")))
-    assert found["alg_none"].result == "FAIL"
-    assert "sent as JWT alg none" in found["alg_none"].detail
-    assert found["forged"].result == "PASS"  # the payload edited under the HS256 signature is refused
-    assert found["guessed_key"].result == "PASS"  # its HS256 key is the gallery's random-looking one
+    assert {c: (found[c].result, found[c].detail) for c in ("alg_none", "forged", "guessed_key")} == {
+        "alg_none": (
+            "FAIL",
+            f"{EVERY_MEMBER_FORGED}sent as JWT alg none, payload base64url(JSON) and no signature: "
+            f"{ACCEPTED})",
+        ),
+        # The payload edited under the HS256 signature is refused.
+        "forged": (
+            "PASS",
+            f"{REFUSED} (every one of 5 edits, e.g. `alg` changed ('x' appended), re-encoded as part 1 of 3: "
+            "base64url(JSON))",
+        ),
+        # Its HS256 key is the gallery's random-looking one.
+        "guessed_key": (
+            "PASS",
+            "no secret of 188 tried makes its HMAC-SHA256 of the text before the last '.'",
+        ),
+    }
 
 
 @pytest.mark.parametrize("kind", ["mac optional, two parts", "mac optional, three parts"])
@@ -323,43 +404,74 @@ def test_a_mac_checked_as_a_prefix_fails_removed_and_truncated(kind: str) -> Non
 
 def test_a_state_not_bound_to_its_arguments_fails_the_arguments_row() -> None:
     found = rows(in_process(gallery.broken("no argument binding")))
-    assert found["arguments"].result == "FAIL"
-    assert "minted for other arguments" in found["arguments"].detail
+    assert (found["arguments"].result, found["arguments"].detail) == (
+        "FAIL",
+        f"{ACCEPTED} (the state was minted for other arguments)",
+    )
     assert {found[c].result for c in [*TAMPERING, "random", "repadded"]} == {"PASS"}
 
 
 def test_a_state_not_bound_to_its_user_fails_the_other_user_row() -> None:
     second = probe.Target(server=gallery.broken("no user binding", user="mallory"))
     found = rows(in_process(gallery.broken("no user binding"), second=second))
-    assert found["other_user"].result == "FAIL"
-    assert "from the second" in found["other_user"].detail
-    assert found["arguments"].result == "PASS"
-
-
-def test_a_plaintext_state_is_forged_as_form_text() -> None:
-    found = rows(in_process(gallery.broken("plaintext echo")))
-    assert found["forged"].result == "FAIL"
-    assert "re-encoded as form-encoded text" in found["forged"].detail
-    assert found["confidential"].result == "INFO"
-
-
-def test_a_crash_on_a_bad_state_fails_the_random_row_and_passes_nothing() -> None:
-    report = in_process(gallery.crashing())
-    found = rows(report)
-    assert found["random"].result == "FAIL"
-    assert found["random"].detail.startswith("a random state reached the handler (a tool error (isError)")
-    assert {found[c].result for c in ("bit_flip", "truncated", "extended", "repadded")} == {"WARN"}
-    assert "PASS" not in {found[c].result for c in [*TAMPERING, "random", "repadded"]}
-    # What a server whose SDK cannot send -32602 from a handler can do instead.
-    assert "the handler can re-elicit instead, asking again as if no state came: that PASSes" in (
-        found["bit_flip"].detail
+    assert (found["other_user"].result, found["other_user"].detail, found["arguments"].result) == (
+        "FAIL",
+        f"a state minted for the first identity was {ACCEPTED} from the second",
+        "PASS",
     )
 
 
+def test_a_plaintext_state_is_forged_as_form_text() -> None:
+    forged = rows(in_process(gallery.broken("plaintext echo")))["forged"]
+    assert (forged.result, forged.detail) == (
+        "FAIL",
+        f"{EVERY_MEMBER_FORGED}re-encoded as form-encoded text: {ACCEPTED})",
+    )
+
+
+def test_a_plaintext_state_is_readable_and_an_info_without_require_confidential() -> None:
+    confidential = rows(in_process(gallery.broken("plaintext echo")))["confidential"]
+    assert (confidential.result, confidential.detail) == (
+        "INFO",
+        "state readable by the client: form-encoded text, an object (keys: price, restaurant, step) "
+        "(--require-confidential makes this a FAIL)",
+    )
+
+
+# What a server whose SDK cannot send -32602 from a handler can do instead.
+TOOL_ERROR = (
+    "a tool error (isError), not -32602 (where the server's SDK makes every error a handler raises "
+    "a tool error, as the TypeScript SDK's McpServer does, the handler can re-elicit instead, asking "
+    "again as if no state came: that PASSes)"
+)
+
+
+def test_a_crash_on_a_bad_state_fails_the_random_row_and_passes_nothing() -> None:
+    found = rows(in_process(gallery.crashing()))
+    assert {
+        c: (found[c].result, found[c].detail) for c in ("random", "bit_flip", "truncated", "repadded")
+    } == {
+        "random": (
+            "FAIL",
+            f"a random state reached the handler ({TOOL_ERROR}): a server that checks its state refuses it "
+            "before any handler runs",
+        ),
+        "bit_flip": ("WARN", f"refused by {TOOL_ERROR} (16 single-bit flips over its 16 bytes)"),
+        "truncated": ("WARN", f"refused by {TOOL_ERROR}"),
+        "repadded": (
+            "WARN",
+            f"refused by {TOOL_ERROR} (re-padded, in the other base64 alphabet, with a newline, "
+            "with unused bits set)",
+        ),
+    }
+    assert "PASS" not in {found[c].result for c in [*TAMPERING, "random", "repadded"]}
+
+
 def test_an_expiry_read_from_the_state_is_waited_out() -> None:
-    found = rows(in_process(gallery.broken("expiry not checked")))
-    assert found["expiry"].result == "FAIL"
-    assert "past the exp the state carries" in found["expiry"].detail
+    expiry = rows(in_process(gallery.broken("expiry not checked")))["expiry"]
+    # The seconds waited vary with the machine's speed.
+    waited = rf"{re.escape(ACCEPTED)} \d+ s after minting, past the exp the state carries"
+    assert (expiry.result, re.fullmatch(waited, expiry.detail) is not None) == ("FAIL", True), expiry.detail
 
 
 @pytest.mark.parametrize("build", [gallery.prompt_only, gallery.resource_only])
@@ -388,20 +500,47 @@ def test_the_sdk_default_boundary_passes_every_row() -> None:
 
 def test_the_sdk_boundary_with_a_shared_key_refuses_another_user() -> None:
     second = probe.Target(server=gallery.sdk_shared(user="mallory"))
-    found = rows(in_process(gallery.sdk_shared(), second=second))
-    assert found["other_user"].result == "PASS"
-    assert found["other_user"].detail.endswith("(the second identity)")
+    other_user = rows(in_process(gallery.sdk_shared(), second=second))["other_user"]
+    assert (other_user.result, other_user.detail) == ("PASS", f"{REFUSED} (the second identity)")
 
 
 def test_protect_passes_every_row_that_applies() -> None:
     ring = rs.KeyRing(schemes.KEY)
     second = probe.Target(server=gallery.protected(user="mallory", keys=ring, ttl=1))
     report = in_process(gallery.protected(keys=ring, ttl=1), second=second, ttl=1, single_use=False)
-    found = {check.id: check.result for check in report.checks}
-    passing = [*TAMPERING, "random", "repadded", "arguments", "other_user", "expiry", "confidential"]
-    assert {found[c] for c in passing} == {"PASS"}
-    assert {found[c] for c in [*FORGERY, "cross_tool"]} == {"SKIP"}
-    assert rows(report)["expiry"].detail.endswith("after 3 s (a TTL of 1 s (--ttl))")
+    assert {check.id: (check.result, check.detail) for check in report.checks} == {
+        "bit_flip": ("PASS", f"{REFUSED} (32 single-bit flips over its 236 bytes)"),
+        "truncated": ("PASS", REFUSED),
+        "extended": ("PASS", REFUSED),
+        "tag_stripped": ("PASS", REFUSED),
+        "tag_truncated": ("PASS", f"{REFUSED} (to half its bytes, and characters)"),
+        "prefix_swapped": ("PASS", REFUSED),
+        "random": ("PASS", REFUSED),
+        "forged": (
+            "SKIP",
+            "nothing readable to forge, but under an unkeyed hash (see the next row), if at all",
+        ),
+        "rehashed": ("SKIP", "no unkeyed hash (MD5, SHA-1, SHA-2) of the state found in it"),
+        "guessed_key": (
+            "SKIP",
+            "no MAC over readable content (readable content and a 20, 32, 48 or 64-byte tag, or a JWT "
+            "HS256/384/512)",
+        ),
+        "alg_none": ("SKIP", "the state is not a JWT"),
+        "repadded": (
+            "PASS",
+            f"{REFUSED} (re-padded, in the other base64 alphabet, with a newline, with unused bits set)",
+        ),
+        "arguments": ("PASS", REFUSED),
+        "cross_tool": ("SKIP", "only one tool, prompt or resource answers input-required"),
+        "other_user": ("PASS", f"{REFUSED} (the second identity)"),
+        "expiry": ("PASS", f"{REFUSED} after 3 s (a TTL of 1 s (--ttl))"),
+        "replay": (
+            "INFO",
+            f"the second redemption is {ACCEPTED} (not single-use; --single-use makes this a FAIL)",
+        ),
+        "confidential": ("PASS", "nothing readable in the token (opaque to the client)"),
+    }
 
 
 def test_a_key_per_process_makes_the_other_user_row_an_error_not_a_pass(
@@ -454,6 +593,27 @@ def test_console_script_passes_the_example_booking_server() -> None:
     assert done.stderr == ""  # the server's refusal log stays out, and no progress without a terminal
 
 
+VERDICT_SCOPE = (
+    "A PASS means the server refused that attempt (by a JSON-RPC error or a re-elicit), or that no "
+    "secret tried makes its MAC: no more. It does not prove the state unforgeable: the probe has no "
+    "key, knows common encodings and secrets, not every one, and edits a bounded sample of bytes and "
+    "members. A FAIL names the flaw it proves. SKIP rows were not tested, WARN rows prove nothing."
+)
+VERDICT_SCOPE_WRAPPED = (
+    "A PASS means the server refused that attempt (by a JSON-RPC error or a re-elicit), or that no secret\n"
+    "tried makes its MAC: no more. It does not prove the state unforgeable: the probe has no key, knows\n"
+    "common encodings and secrets, not every one, and edits a bounded sample of bytes and members. A FAIL\n"
+    "names the flaw it proves. SKIP rows were not tested, WARN rows prove nothing."
+)
+# The head of the table of a report with nothing found yet.
+EMPTY_HEAD = (
+    "server:    (unnamed), protocol \n"
+    "tool:       {}, asks for: (nothing: state only)\n"
+    "state:     \n"
+    "baseline:  "
+)
+
+
 @pytest.fixture(scope="module")
 def insecure() -> probe.Report:
     """examples/insecure_server.py probed once, strictly (--single-use, --require-confidential)."""
@@ -482,50 +642,207 @@ def test_insecure_server_fails(insecure: probe.Report) -> None:
     assert "FAIL    the client can read the state" in lines["state hidden from the client"]
 
 
-def test_insecure_server_strict_json_report(insecure: probe.Report) -> None:
+def test_insecure_server_json_report_says_what_was_probed(insecure: probe.Report) -> None:
     report = insecure.to_json()
-    assert report["exit_code"] == 1
-    assert report["target"] == {"transport": "stdio", "command": INSECURE}
-    assert report["server"] == "insecure-booking"
-    assert report["protocol"] == "2026-07-28"
-    assert report["tool"] == {
-        "kind": "tool", "name": "book_table", "arguments": {"restaurant": "probe"}, "asks": ["date"]
-    }  # fmt: skip
-    assert report["other_tool"] == "tool change_booking"
-    assert report["baseline"].startswith("the unmodified state is accepted")
-    assert [check["id"] for check in report["checks"]] == ALL_CHECKS
-    for check in report["checks"]:
-        assert set(check) == {"id", "name", "result", "flaw", "detail"}
-        assert check["flaw"] == (FLAWS[check["id"]] if check["result"] == "FAIL" else "")
-    found = results(report)
-    failing = ("bit_flip", "random", "forged", "arguments", "cross_tool", "replay", "confidential")
-    assert {found[c] for c in failing} == {"FAIL"}
-    assert found["prefix_swapped"] == "SKIP"  # plain JSON has no prefix
-    assert found["repadded"] == "SKIP"  # nor any base64 to spell otherwise
-    assert found["truncated"] == "WARN"  # the handler crashed parsing it: no proof of a refusal
-    assert report["summary"] == {
-        result: list(found.values()).count(result)
-        for result in ("PASS", "FAIL", "WARN", "INFO", "SKIP", "ERROR")
+    fields = ("target", "server", "protocol", "tool", "other_tool", "state", "baseline")
+    assert {field: report[field] for field in fields} == {
+        "target": {"transport": "stdio", "command": INSECURE},
+        "server": "insecure-booking",
+        "protocol": "2026-07-28",
+        "tool": {
+            "kind": "tool",
+            "name": "book_table",
+            "arguments": {"restaurant": "probe"},
+            "asks": ["date"],
+        },
+        "other_tool": "tool change_booking",
+        "state": "JSON text, 51 characters",
+        "baseline": f"the unmodified state is {ACCEPTED}",
     }
-    assert report["verdict_scope"] == probe._report.VERDICT_SCOPE
 
 
-def test_guarded_reeliciting_server_passes_with_single_use(
-    server_env: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    command = [sys.executable, "-m", "tests.support.probe_server", "guarded"]
-    arguments = '{"topic": "chosen"}'
-    _, report = probe_json(
-        capsys, "--single-use", "--tool", "wizard", "--arguments", arguments, "--", *command
+def skipped(check_id: str, name: str, detail: str) -> dict[str, str]:
+    return {"id": check_id, "name": name, "result": "SKIP", "flaw": "", "detail": detail}
+
+
+def test_insecure_server_strict_json_report_fails_each_flaw_with_its_evidence(insecure: probe.Report) -> None:
+    # The state is plain JSON read as is: every byte and member is the client's to change.
+    crashed = {
+        "result": "WARN",
+        "flaw": "",
+        "detail": f"refused by {TOOL_ERROR}",
+    }
+    no_tag = "no base64 token with room for a tag (JSON or text: see the forgery rows)"
+    bit_flip, *others = insecure.to_json()["checks"]
+    # The flips stop at a bound in time: how many are tried over stdio depends on the machine's load.
+    flips = (
+        r"\d+ of \d+ single-bit flips were accepted, at bytes? [\d-]+ of 51 \(text\) "
+        rf"\(the first: {re.escape(ACCEPTED)}\)"
     )
-    assert report["tool"]["arguments"] == {"topic": "chosen"}
-    found = results(report)
-    passing = [*TAMPERING, "random", "repadded", "cross_tool", "replay", "confidential"]
-    assert {found[c] for c in passing} == {"PASS"}
-    assert report["other_tool"] == "tool other"
-    details = {check["id"]: check["detail"] for check in report["checks"]}
-    assert "re-elicited" in details["bit_flip"]  # a refusal told apart from acceptance without an error
-    assert details["replay"].startswith("single-use")
+    detail = bit_flip.pop("detail")
+    assert re.fullmatch(flips, detail) is not None, detail
+    assert bit_flip == {
+        "id": "bit_flip",
+        "name": "single bits flipped",
+        "result": "FAIL",
+        "flaw": FLAWS["bit_flip"],
+    }
+    assert others == [
+        {"id": "truncated", "name": "truncated (-4 chars)", **crashed},
+        {"id": "extended", "name": "extended (+AAAA)", **crashed},
+        skipped("tag_stripped", "MAC/tag removed", no_tag),
+        skipped("tag_truncated", "MAC/tag truncated", no_tag),
+        skipped("prefix_swapped", "prefix swapped", "the token has no prefix (no short text before a '.')"),
+        {
+            "id": "random",
+            "name": "random state (never minted)",
+            "result": "FAIL",
+            "flaw": FLAWS["random"],
+            "detail": f"a random state reached the handler ({TOOL_ERROR}): "
+            "a server that checks its state refuses it before any handler runs",
+        },
+        {
+            "id": "forged",
+            "name": "every member forged",
+            "result": "FAIL",
+            "flaw": FLAWS["forged"],
+            "detail": "4 of the 4 members edited went through: `restaurant`, `step`, `date`, `hold` "
+            f"(e.g. `restaurant` changed ('x' appended), re-encoded as JSON: {ACCEPTED})",
+        },
+        skipped(
+            "rehashed",
+            "unkeyed hash recomputed",
+            "no unkeyed hash (MD5, SHA-1, SHA-2) of the state found in it",
+        ),
+        skipped(
+            "guessed_key",
+            "MAC key guessed (common secrets)",
+            "no MAC over readable content (readable content and a 20, 32, 48 or 64-byte tag, or a JWT "
+            "HS256/384/512)",
+        ),
+        skipped("alg_none", "JWT re-signed with alg none", "the state is not a JWT"),
+        skipped(
+            "repadded", "base64 re-spelled (padding, alphabet)", "not a base64 token, or one already padded"
+        ),
+        {
+            "id": "arguments",
+            "name": "same state, other arguments",
+            "result": "FAIL",
+            "flaw": FLAWS["arguments"],
+            "detail": f"{ACCEPTED} (the state was minted for other arguments)",
+        },
+        {
+            "id": "cross_tool",
+            "name": "state sent to another target",
+            "result": "FAIL",
+            "flaw": FLAWS["cross_tool"],
+            "detail": f"tool book_table -> tool change_booking: {ACCEPTED}",
+        },
+        skipped(
+            "other_user",
+            "state sent as another user",
+            "needs a second identity: --header2 (with --url) or --env2 (with a command)",
+        ),
+        skipped(
+            "expiry",
+            "state used after expiry",
+            "the state's lifetime is unknown: give --ttl SECONDS (a test instance, short TTL)",
+        ),
+        {
+            "id": "replay",
+            "name": "same state redeemed twice",
+            "result": "FAIL",
+            "flaw": FLAWS["replay"],
+            "detail": f"the second redemption is {ACCEPTED}",
+        },
+        {
+            "id": "confidential",
+            "name": "state hidden from the client",
+            "result": "FAIL",
+            "flaw": FLAWS["confidential"],
+            "detail": "state readable by the client: JSON, an object (keys: date, hold, restaurant, step)",
+        },
+    ]
+
+
+def test_insecure_server_json_report_counts_the_results_and_exits_1(insecure: probe.Report) -> None:
+    report = insecure.to_json()
+    assert (report["summary"], report["exit_code"]) == (
+        {"PASS": 0, "FAIL": 7, "WARN": 2, "INFO": 0, "SKIP": 9, "ERROR": 0},
+        1,
+    )
+
+
+def test_a_json_report_states_what_its_verdicts_prove(insecure: probe.Report) -> None:
+    assert insecure.to_json()["verdict_scope"] == VERDICT_SCOPE
+
+
+@pytest.fixture(scope="module")
+def guarded() -> dict[str, Any]:
+    """tests/support/probe_server.py guarded (single use, re-elicits what it refuses), probed once as JSON."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REQUESTSTATE_KEYS", SECRET)
+        patch.setenv("PYTHONPATH", str(ROOT))
+        patch.chdir(ROOT)
+        patch.setattr(sys, "stdout", out)
+        command = [sys.executable, "-m", "tests.support.probe_server", "guarded"]
+        arguments = '{"topic": "chosen"}'
+        options = ["--single-use", "--tool", "wizard", "--arguments", arguments]
+        assert main(["probe", "--json", "--timeout", TIMEOUT, *options, "--", *command]) == 0
+    report: dict[str, Any] = json.loads(out.getvalue())
+    return report
+
+
+def test_the_tool_and_arguments_named_are_the_ones_probed(guarded: dict[str, Any]) -> None:
+    assert (guarded["tool"], guarded["other_tool"]) == (
+        {"kind": "tool", "name": "wizard", "arguments": {"topic": "chosen"}, "asks": ["q1"]},
+        "tool other",
+    )
+
+
+def test_guarded_reeliciting_server_passes_with_single_use(guarded: dict[str, Any]) -> None:
+    # A re-elicit is a refusal told apart from acceptance without an error.
+    reelicited = "refused: re-elicited (asked the first round's questions again)"
+    found = {check["id"]: (check["result"], check["detail"]) for check in guarded["checks"]}
+    # The flips stop at a bound in time: how many are tried over stdio depends on the machine's load.
+    result, detail = found.pop("bit_flip")
+    flips = (
+        rf"{re.escape(reelicited)} \(\d+ single-bit flips over its 240 bytes(, stopped at the 8 s bound)?\)"
+    )
+    assert (result, re.fullmatch(flips, detail) is not None) == ("PASS", True), detail
+    assert found == {
+        "truncated": ("PASS", reelicited),
+        "extended": ("PASS", reelicited),
+        "tag_stripped": ("PASS", reelicited),
+        "tag_truncated": ("PASS", f"{reelicited} (to half its bytes, and characters)"),
+        "prefix_swapped": ("PASS", reelicited),
+        "random": ("PASS", reelicited),
+        "forged": (
+            "SKIP",
+            "nothing readable to forge, but under an unkeyed hash (see the next row), if at all",
+        ),
+        "rehashed": ("SKIP", "no unkeyed hash (MD5, SHA-1, SHA-2) of the state found in it"),
+        "guessed_key": (
+            "SKIP",
+            "no MAC over readable content (readable content and a 20, 32, 48 or 64-byte tag, or a JWT "
+            "HS256/384/512)",
+        ),
+        "alg_none": ("SKIP", "the state is not a JWT"),
+        "repadded": (
+            "PASS",
+            f"{reelicited} (re-padded, in the other base64 alphabet, with a newline, with unused bits set)",
+        ),
+        "arguments": ("PASS", reelicited),
+        "cross_tool": ("PASS", f"tool wizard -> tool other: {reelicited}"),
+        "other_user": ("SKIP", "needs a second identity: --header2 (with --url) or --env2 (with a command)"),
+        "expiry": (
+            "SKIP",
+            "the state's lifetime is unknown: give --ttl SECONDS (a test instance, short TTL)",
+        ),
+        "replay": ("PASS", f"single-use: the second redemption is {reelicited}"),
+        "confidential": ("PASS", "nothing readable in the token (opaque to the client)"),
+    }
 
 
 def test_first_rounds_that_vary_are_compared_by_their_keys(
@@ -607,10 +924,12 @@ def http_401() -> Iterator[str]:
 
 
 def test_a_401_names_header_as_the_way_in(http_401: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe", "--timeout", TIMEOUT, "--url", http_401]) == 2
-    err = capsys.readouterr().err
-    assert "the server answered HTTP 401" in err
-    assert "--header 'Authorization: Bearer ...'" in err
+    code = main(["probe", "--timeout", TIMEOUT, "--url", http_401])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "error: the server answered HTTP 401: it wants credentials; pass them with --header "
+        "'Authorization: Bearer ...' (repeatable, never printed)\n",
+    )
 
 
 class _Oversized(http.server.BaseHTTPRequestHandler):
@@ -668,43 +987,55 @@ def test_an_oversized_http_answer_is_a_setup_error_without_the_sdks_traceback(
 # --- setup and usage errors ---------------------------------------------------------------------------------
 
 
+NAME_THE_SERVER = "error: name the server either as a command after -- or with --url\n"
+
+
 def test_no_server_named_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe"]) == 2
-    assert "a command after -- or with --url" in capsys.readouterr().err
+    assert (main(["probe"]), capsys.readouterr().err) == (2, NAME_THE_SERVER)
 
 
 def test_both_command_and_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe", "--url", "http://127.0.0.1:9/mcp", "--", "true"]) == 2
-    assert "either" in capsys.readouterr().err
+    code = main(["probe", "--url", "http://127.0.0.1:9/mcp", "--", "true"])
+    assert (code, capsys.readouterr().err) == (2, NAME_THE_SERVER)
 
 
 @pytest.mark.parametrize("option", ["--header", "--header2"])
 def test_header_without_url_is_a_usage_error(option: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe", option, "A: b", "--", "true"]) == 2
-    assert "--url only" in capsys.readouterr().err
+    code = main(["probe", option, "A: b", "--", "true"])
+    assert (code, capsys.readouterr().err) == (2, "error: --header and --header2 apply to --url only\n")
 
 
 def test_env2_with_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe", "--env2", "A=b", "--url", "http://127.0.0.1:9/mcp"]) == 2
-    assert "--env2 applies to a command only" in capsys.readouterr().err
+    code = main(["probe", "--env2", "A=b", "--url", "http://127.0.0.1:9/mcp"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "error: --env2 applies to a command only (use --header2 with --url)\n",
+    )
 
 
 @pytest.mark.parametrize(
-    "option",
+    ("option", "error"),
     [
-        ["--arguments", "{not json"],
-        ["--arguments", "[1]"],
-        ["--timeout", "0"],
-        ["--ttl", "-1"],
-        ["--header", "nocolon"],
-        ["--env2", "noequals"],
+        (
+            ["--arguments", "{not json"],
+            "--arguments: not JSON: Expecting property name enclosed in double quotes: "
+            "line 1 column 2 (char 1)",
+        ),
+        (["--arguments", "[1]"], "--arguments: tool arguments must be a JSON object"),
+        (["--timeout", "0"], "--timeout: not a positive number of seconds: '0'"),
+        (["--ttl", "-1"], "--ttl: not a positive number of seconds: '-1'"),
+        (["--header", "nocolon"], "--header: a header is NAME: VALUE"),
+        (["--env2", "noequals"], "--env2: an environment variable is NAME=VALUE"),
     ],
 )
-def test_bad_option_values_are_usage_errors(option: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_option_values_are_usage_errors(
+    option: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["probe", *option, "--", "true"])
-    assert exited.value.code == 2
-    assert "error:" in capsys.readouterr().err
+    # The usage lines above it are argparse's.
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert (exited.value.code, last) == (2, f"requeststate probe: error: argument {error}")
 
 
 def test_server_that_exits_at_once_is_a_setup_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -772,26 +1103,13 @@ def test_probe_without_the_mcp_extra_says_how_to_install_it(
     )
 
 
-def test_help_explains_the_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(["probe", "--help"])
-    assert exited.value.code == 0
-    text = capsys.readouterr().out
-    needles = ("-- COMMAND", "--url URL", "--single-use", "--require-confidential", "re-elicit", "--header2")
-    for needle in (*needles, "--env2", "--ttl SECONDS", "isError", "A PASS proves that", "--wordlist FILE"):
-        assert needle in text
-
-
 def test_a_command_that_is_not_an_mcp_server_is_a_setup_error_without_a_traceback(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # issue 22: the SDK's logger printed a pydantic traceback before the probe's own error.
     code = main(["probe", "--", sys.executable, "-c", "print('Listening on port 8000')"])
     captured = capsys.readouterr()
-    assert code == 2
-    assert captured.err.startswith("error: the server wrote a line to stdout that is not a JSON-RPC message")
-    assert "Traceback" not in captured.err
-    assert captured.out == ""
+    assert (code, captured.out, captured.err) == (2, "", NOT_JSON_RPC)
 
 
 def test_an_unreadable_wordlist_is_a_setup_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -804,12 +1122,17 @@ def test_an_unreadable_wordlist_is_a_setup_error(tmp_path: Path, capsys: pytest.
 
 # --- a hostile server: it cannot break the probe (exit 2, never 1, never a traceback) -----------------------
 
+NOT_JSON_RPC = (
+    "error: the server wrote a line to stdout that is not a JSON-RPC message, or nests too deep "
+    "(stdout carries the protocol: is this an MCP server over stdio? a server logs to stderr)\n"
+)
 BROKEN_PROTOCOL = {
-    "deep_message": "error: the server wrote a line to stdout that is not a JSON-RPC message, or nests",
-    "endless_line": "error: the server sent a message over 4 MiB",
-    "many_values": "error: the server sent a message of over 50,000 JSON values",
-    "garbage": "error: the server wrote a line to stdout that is not a JSON-RPC message",
-    "malformed_result": "error: setting up the probe failed: the server's answer is not a valid MCP result",
+    "deep_message": NOT_JSON_RPC,
+    "endless_line": "error: the server sent a message over 4 MiB\n",
+    "many_values": "error: the server sent a message of over 50,000 JSON values\n",
+    "garbage": NOT_JSON_RPC,
+    "malformed_result": "error: setting up the probe failed: the server's answer is not a valid MCP result "
+    "(the SDK refused its shape)\n",
 }
 
 
@@ -819,10 +1142,7 @@ def test_a_server_breaking_the_protocol_is_a_probe_error(
 ) -> None:
     code = main(["probe", "--timeout", TIMEOUT, "--", *HOSTILE, kind])
     captured = capsys.readouterr()
-    assert code == 2
-    assert captured.err.startswith(BROKEN_PROTOCOL[kind])
-    assert "Traceback" not in captured.err
-    assert captured.out == ""
+    assert (code, captured.out, captured.err) == (2, "", BROKEN_PROTOCOL[kind])
 
 
 def test_a_state_nested_deeper_than_any_parser_allows_is_probed(
@@ -984,18 +1304,27 @@ def _raw_deflate(raw: bytes) -> bytes:
     return compressor.compress(raw) + compressor.flush()
 
 
-def test_mutations_change_the_token() -> None:
-    for mutate in (mutations.truncated, mutations.extended):
-        for token in (SIGNED, SEALED):
-            changed = mutate(token)
-            assert changed is not None
-            assert changed != token
+@pytest.mark.parametrize("token", [SIGNED, SEALED, "abcde"], ids=["signed", "sealed", "five-characters"])
+def test_truncation_drops_the_last_four_characters(token: str) -> None:
+    assert mutations.truncated(token) == token[:-4]
+
+
+@pytest.mark.parametrize("token", ["abcd", "abc"])
+def test_a_token_of_four_characters_or_fewer_is_not_truncated(token: str) -> None:
+    assert mutations.truncated(token) is None
+
+
+@pytest.mark.parametrize("token", [SIGNED, SEALED, '{"a":1}'], ids=["signed", "sealed", "json"])
+def test_extension_appends_three_zero_bytes_of_base64url(token: str) -> None:
+    assert mutations.extended(token) == token + "AAAA"
+
+
+def test_the_prefix_is_swapped_for_another_of_ours_or_marked() -> None:
     assert mutations.prefix_swapped(SIGNED) == "v1e." + SIGNED[3:]
     assert mutations.prefix_swapped(SEALED) == "v1." + SEALED[4:]
     assert mutations.prefix_swapped("v1x.abc") == "v1e.abc"
     assert mutations.prefix_swapped("tok.abc") == "tokx.abc"
     assert mutations.prefix_swapped('{"a":1.5}') is None
-    assert mutations.truncated("abc") is None
 
 
 def test_the_mac_of_a_three_part_token_is_removed_whole() -> None:
@@ -1314,7 +1643,7 @@ def test_a_jwt_signed_with_a_sample_key_of_the_docs_is_guessed_and_forged() -> N
     assert hit is not None
     mac, secret = hit
     assert mac.what == "HMAC-SHA256 of the text before the last '.'"
-    assert secret.source.startswith("the built-in list of common secrets, line ")
+    assert secret.source == "the built-in list of common secrets, line 108"
     forged, what = mac.forge(secret.key)[0]
     assert what == "`restaurant` changed ('x' appended)"
     assert forged.startswith(JWT_HEADER + ".")
@@ -1424,8 +1753,10 @@ def test_answers_cover_every_kind_of_input_request() -> None:
     replies = placeholders.answers(requests)
     assert replies["form"] == ElicitResult(action="accept", content={"date": "probe", "party": 1})
     assert replies["url"] == ElicitResult(action="accept")
-    assert isinstance(replies["sample"], CreateMessageResult)
-    assert isinstance(replies["roots"], ListRootsResult)
+    assert replies["sample"] == CreateMessageResult(
+        role="assistant", content=TextContent(type="text", text="probe"), model="requeststate-probe"
+    )
+    assert replies["roots"] == ListRootsResult(roots=[])
     assert placeholders.answers(None) == {}
 
 
@@ -1513,18 +1844,35 @@ def test_report_exit_codes_and_summary() -> None:
         "but WARN rows prove nothing: read them"
     )
     report.checks.append(probe.Check("b", "b", "ERROR", "lost"))
-    assert report.exit_code == 2
-    assert report.summary().endswith("1 ERROR: some checks could not complete")
+    assert (report.exit_code, report.summary()) == (
+        2,
+        "1 PASS, 0 FAIL, 1 WARN, 0 INFO, 0 SKIP, 1 ERROR: some checks could not complete",
+    )
     report.checks.append(probe.Check("c", "c", "FAIL", ""))
-    assert report.exit_code == 1
-    assert "s3cret" not in report.table() + json.dumps(report.to_json())
+    assert (report.exit_code, report.summary()) == (
+        1,
+        "1 PASS, 1 FAIL, 1 WARN, 0 INFO, 0 SKIP, 1 ERROR: the server accepted a state it should have refused",
+    )
+
+
+def test_a_report_shows_neither_the_headers_nor_the_environment_of_its_target() -> None:
+    target = probe.Target(
+        url="http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer s3cret"}, env={"TOKEN": "s3cret"}
+    )
+    report = probe.Report(target)
+    assert (report.table(), report.to_json()["target"]) == (
+        "requeststate probe: streamable HTTP http://127.0.0.1:1/mcp\n"
+        f"{EMPTY_HEAD}\n\nCHECK  RESULT  DETAIL\n\n0 PASS, 0 FAIL, 0 INFO, 0 SKIP: no attempt was accepted\n"
+        f"{VERDICT_SCOPE_WRAPPED}",
+        {"transport": "streamable-http", "url": "http://127.0.0.1:1/mcp"},
+    )
 
 
 def test_the_table_says_what_a_pass_proves_and_what_not() -> None:
-    table = probe.Report(probe.Target(command=("srv",))).table().replace("\n", " ")
-    assert "A PASS means the server refused that attempt" in table
-    assert "It does not prove the state unforgeable" in table
-    assert "A FAIL names the flaw it proves" in table
+    assert probe.Report(probe.Target(command=("srv",))).table() == (
+        f"requeststate probe: stdio: srv\n{EMPTY_HEAD}\n\nCHECK  RESULT  DETAIL\n\n"
+        f"0 PASS, 0 FAIL, 0 INFO, 0 SKIP: no attempt was accepted\n{VERDICT_SCOPE_WRAPPED}"
+    )
 
 
 def test_a_fail_shows_its_flaw_before_its_evidence() -> None:
@@ -1542,11 +1890,16 @@ def test_a_fail_shows_its_flaw_before_its_evidence() -> None:
 def test_server_text_is_escaped_in_the_table() -> None:
     report = probe.Report(probe.Target(command=("srv",)), server="evil\x1b[2J", tool="t\x07")
     report.checks = [probe.Check("a", "a", "PASS", "refused: JSON-RPC -32602 \x1b]0;owned\x07")]
-    table = report.table()
-    assert "\x1b" not in table
-    assert "\x07" not in table
-    assert "evil\\x1b[2J" in table
-    assert "-32602 \\x1b]0;owned\\x07" in table
+    assert report.table() == (
+        "requeststate probe: stdio: srv\n"
+        "server:    evil\\x1b[2J, protocol \n"
+        "tool:      t\\x07 {}, asks for: (nothing: state only)\n"
+        "state:     \n"
+        "baseline:  \n\n"
+        "CHECK  RESULT  DETAIL\n"
+        "a      PASS    refused: JSON-RPC -32602 \\x1b]0;owned\\x07\n\n"
+        f"1 PASS, 0 FAIL, 0 INFO, 0 SKIP: no attempt was accepted\n{VERDICT_SCOPE_WRAPPED}"
+    )
 
 
 def test_a_server_name_with_escapes_reaches_the_terminal_escaped() -> None:
