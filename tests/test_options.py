@@ -280,6 +280,10 @@ DOCUMENTED = [
     ("docs/cli.md", r"`--ttl` is 1 to \d+ seconds \(default (\d+)\)", str(rs.DEFAULT_TTL)),
     ("docs/cli.md", r"`--mode` is `signed`, `(\w+)` \(the default\)", rs.DEFAULT_MODE.value),
     ("docs/deployment.md", r"`mode=` of the call, else `(\w+)`", rs.DEFAULT_MODE.value),
+    ("docs/mcp.md", r"\| `mode` \| `\"(\w+)\"` \|", rs.DEFAULT_MODE.value),
+    ("docs/mcp.md", r"\| `ttl` \| `(\d+)` \|", str(rs.DEFAULT_TTL)),
+    ("docs/mcp.md", r"\| `leeway` \| `(\d+)` \|", str(rs.DEFAULT_LEEWAY)),
+    ("docs/mcp.md", r"\| `max_token_bytes` \| (\d+) KiB \|", KIB),
 ]
 
 
