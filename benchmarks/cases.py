@@ -183,7 +183,7 @@ def codec_cases(
     ``encode function``, ``decode function`` (the module functions, over their
     cached ``Codec``), ``decode tampered``, ``decode wrong subject``, ``decode
     expired``, with ``encode floor`` and ``decode floor`` when the mode has a
-    floor, and ``decode oversized`` (a token of 64 KiB + 1) if asked. Each
+    floor, and ``decode oversized`` (a token of the default cap + 1) if asked. Each
     decode has the same call shape, so only the token's fate differs; the mode
     is passed as its string, as in ``round_trip``.
 

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # The core: the codec and everything it is built from. Not the requeststate.mcp
-# package, requeststate.redis, the CLI (_cli.py) or the probe; nor _metrics.py
+# package, requeststate.redis, the CLI (requeststate.cli), the probe or the bench; nor _metrics.py
 # (OpenTelemetry's counters) or _xchacha.py (a wrapper of libsodium's calls).
 CORE_MODULES = (
     "_base64.py",

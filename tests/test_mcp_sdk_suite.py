@@ -101,7 +101,7 @@ def _run(suite: Path, mode: str) -> tuple[set[str], int]:
     return failed, int(passed.group(1))
 
 
-# A few seconds each: SDKCodec's default max_token_bytes must hold the suite's 64 KiB payload in
+# A few seconds each: the default max_token_bytes must hold the suite's 64 KiB payload in
 # every mode (test_seal_unseal_round_trips_any_payload[64KiB]), and a mode's framing is its own.
 @pytest.mark.parametrize("mode", ["signed", "encrypted", "xchacha"])
 def test_the_sdk_request_state_suite_fails_only_on_its_own_byte_layout(suite: Path, mode: str) -> None:

@@ -32,7 +32,7 @@ class SwappedCodec(SDKCodec):
         # no secret at all: each is stretched into a random-looking key of its own, so
         # equal keys stay equal and distinct keys distinct.
         secrets = [_stretched(key.encode() if isinstance(key, str) else bytes(key)) for key in keys]
-        # SDKCodec's own default max_token_bytes: the suite seals payloads of up to 64 KiB.
+        # The default max_token_bytes (128 KiB): the suite seals payloads of up to 64 KiB.
         super().__init__(rs.KeyRing(*secrets), mode=rs.Mode(os.environ.get("RS_SDK_CODEC_MODE", "encrypted")))
 
 
