@@ -57,7 +57,7 @@ DEFINITIONS: Final = (
     "_unseal (codec.unseal + json.loads + version, iat, exp, request binding, audience, principal checks).",
     "Refusals: a token with one base64url character changed (tampered), the valid token presented for "
     "another subject, a token past its exp; each decode has the same call shape as the valid one. "
-    f"Oversized: a {OVERSIZED_TOKEN_CHARS}-character token (the default cap + 1) against a valid 64 B decode.",
+    f"Oversized: a {OVERSIZED_TOKEN_CHARS}-character token (the cap + 1) against a valid 64 B decode.",
     "Throughput: one spawned process per core running rounds (encrypted, 64 B) for a fixed time; "
     "scaling = summed rounds/s of all processes / rounds/s of one process alone.",
     "Memory: tracemalloc after warm-up; growth = traced bytes left after N calls and a full collection; "
