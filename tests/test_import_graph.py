@@ -11,7 +11,7 @@ import pytest
 import requeststate
 
 PACKAGE = Path(requeststate.__file__).parent
-INTEGRATIONS = ("mcp", "redis", "probe", "bench", "cli")
+INTEGRATIONS = ("mcp", "redis", "probe", "bench", "cli", "pytest_plugin")
 SEAM = "requeststate._seam"
 
 

@@ -1838,20 +1838,42 @@ def test_report_exit_codes_and_summary() -> None:
     )
     report = probe.Report(target)
     report.checks = [probe.Check("a", "a", "PASS", ""), probe.Check("w", "w", "WARN", "")]
-    assert report.exit_code == 0
+    assert (report.exit_code, report.ok) == (0, True)
     assert report.summary() == (
         "1 PASS, 0 FAIL, 1 WARN, 0 INFO, 0 SKIP: no attempt was accepted, "
-        "but WARN rows prove nothing: read them"
+        "but WARN rows prove nothing: read them\n"
+        "WARN (proves nothing, read the row): w"
     )
     report.checks.append(probe.Check("b", "b", "ERROR", "lost"))
-    assert (report.exit_code, report.summary()) == (
+    assert (report.exit_code, report.ok, report.summary()) == (
         2,
-        "1 PASS, 0 FAIL, 1 WARN, 0 INFO, 0 SKIP, 1 ERROR: some checks could not complete",
+        False,
+        "1 PASS, 0 FAIL, 1 WARN, 0 INFO, 0 SKIP, 1 ERROR: some checks could not complete\n"
+        "ERROR  b: lost\n"
+        "WARN (proves nothing, read the row): w",
     )
-    report.checks.append(probe.Check("c", "c", "FAIL", ""))
-    assert (report.exit_code, report.summary()) == (
+    report.checks.append(probe.Check("c", "c", "FAIL", "accepted", "the flaw"))
+    assert (report.exit_code, report.ok, report.headline()) == (
         1,
+        False,
         "1 PASS, 1 FAIL, 1 WARN, 0 INFO, 0 SKIP, 1 ERROR: the server accepted a state it should have refused",
+    )
+
+
+def test_the_summary_names_each_fail_with_its_evidence_and_what_was_skipped() -> None:
+    # What a test's assertion message shows (the pytest fixture): which rows, and why, not counts alone.
+    report = probe.Report(probe.Target(command=("srv",)))
+    report.checks = [
+        probe.Check("bit_flip", "single bits flipped", "FAIL", "3 of 32 accepted\x1b[2J", "malleable"),
+        probe.Check("alg_none", "JWT re-signed, alg none", "SKIP", "not a JWT"),
+        probe.Check("expiry", "state used after expiry", "SKIP", "no --ttl"),
+        probe.Check("random", "random state", "PASS", "refused"),
+    ]
+    assert (report.ok, report.summary()) == (
+        False,
+        "1 PASS, 1 FAIL, 0 INFO, 2 SKIP: the server accepted a state it should have refused\n"
+        "FAIL   single bits flipped: malleable. Evidence: 3 of 32 accepted\\x1b[2J\n"
+        "SKIP (not tested): JWT re-signed, alg none; state used after expiry",
     )
 
 
@@ -1913,14 +1935,14 @@ def test_a_report_whose_only_fail_is_a_readable_state_says_nothing_was_accepted(
     # Before: "the server accepted a state it should have refused", though nothing was accepted.
     report = probe.Report(probe.Target(url="http://127.0.0.1:1/mcp"))
     report.checks = [probe.Check("tampered", "t", "PASS", ""), probe.Check("confidential", "c", "FAIL", "")]
-    readable_only = (report.exit_code, report.summary())
+    readable_only = (report.exit_code, report.headline())
     report.checks.append(probe.Check("replayed", "r", "FAIL", ""))
     assert readable_only == (
         1,
         "1 PASS, 1 FAIL, 0 INFO, 0 SKIP: no attempt was accepted, but the client can read the state",
     )
     assert (
-        report.summary()
+        report.headline()
         == "1 PASS, 2 FAIL, 0 INFO, 0 SKIP: the server accepted a state it should have refused"
     )
 

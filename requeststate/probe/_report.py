@@ -48,8 +48,9 @@ class Target:
 
     ``headers`` go with every HTTP request (``--header``); ``env`` is added to the spawned
     command's environment (``--env2`` builds a second identity that way). ``server`` is an
-    ``mcp`` ``Server`` or ``MCPServer`` object, connected in memory (the SDK's test transport):
-    probe your own server from its test suite.
+    ``mcp`` ``Server`` or ``MCPServer`` object, or a ``fastmcp`` ``FastMCP`` (>= 4.1: the SDK
+    ``Server`` it serves through, its lifespan included), connected in memory (the SDK's test
+    transport): probe your own server from its test suite.
     """
 
     command: Sequence[str] = ()
@@ -119,7 +120,8 @@ class Check:
 
 @dataclass
 class Report:
-    """What the probe found; ``exit_code`` is 1 on any FAIL, 2 on an ERROR without a FAIL, else 0."""
+    """What the probe found; ``exit_code`` is 1 on any FAIL, 2 on an ERROR without a FAIL, else 0
+    (``ok``)."""
 
     target: Target
     protocol: str = ""
@@ -145,8 +147,18 @@ class Report:
             return EXIT_FAIL
         return EXIT_SETUP if counts["ERROR"] else EXIT_OK
 
-    def summary(self) -> str:
-        """``8 PASS, 0 FAIL, 1 INFO, 1 SKIP``, then the verdict."""
+    @property
+    def ok(self) -> bool:
+        """Whether nothing FAILed and every check completed (``exit_code`` 0): what a test asserts.
+
+        WARN, INFO and SKIP rows do not make a report not ok: a WARN proves nothing and a SKIP was
+        not tested. ``summary()`` names them, so ``assert report.ok, report.summary()`` says, when
+        it fails, which rows FAILed and why, and what was left untested.
+        """
+        return self.exit_code == EXIT_OK
+
+    def headline(self) -> str:
+        """``8 PASS, 0 FAIL, 1 INFO, 1 SKIP``, then the verdict: the table's last word."""
         counts = self.counts()
         shown = [f"{counts[r]} {r}" for r in RESULTS if r not in ("WARN", "ERROR") or counts[r]]
         verdict = {
@@ -161,6 +173,22 @@ class Report:
         if self.exit_code == EXIT_OK and counts["WARN"]:
             verdict += ", but WARN rows prove nothing: read them"
         return f"{', '.join(shown)}: {verdict}"
+
+    def summary(self) -> str:
+        """The headline, then a line per FAIL (its flaw and evidence) and ERROR, and the rows WARNed
+        and SKIPped by name: an assertion message that says what went wrong and what was not tested.
+
+        Server-provided text is escaped, as in the table.
+        """
+        lines = [self.headline()]
+        for check in self.checks:
+            if check.result in ("FAIL", "ERROR"):
+                lines.append(f"{check.result:5}  {check.name}: {escape(check.text())}")
+        for result, label in (("WARN", "proves nothing, read the row"), ("SKIP", "not tested")):
+            names = [check.name for check in self.checks if check.result == result]
+            if names:
+                lines.append(f"{result} ({label}): {'; '.join(names)}")
+        return "\n".join(lines)
 
     def table(self) -> str:
         """The human-readable report; every server-provided string is escaped."""
@@ -177,7 +205,7 @@ class Report:
         width = max([len("CHECK"), *(len(check.name) for check in self.checks)])
         lines.append(f"{'CHECK':{width}}  RESULT  DETAIL")
         lines += [f"{check.name:{width}}  {check.result:6}  {escape(check.text())}" for check in self.checks]
-        lines += ["", self.summary(), *textwrap.wrap(VERDICT_SCOPE, width=100)]
+        lines += ["", self.headline(), *textwrap.wrap(VERDICT_SCOPE, width=100)]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:

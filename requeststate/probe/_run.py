@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -17,6 +18,7 @@ import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server import MCPServer, Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -72,7 +74,7 @@ async def _connect(target: Target, server_log: TextIO) -> AsyncIterator[Client]:
             )
             transport: Any = streamable_http_client(target.url, http_client=http)
         elif target.server is not None:
-            transport = target.server  # the SDK connects a Server or MCPServer object in memory
+            transport = _in_memory(target.server)  # the SDK connects a Server or MCPServer in memory
         else:
             # The command is the user's own, as in a shell: it inherits the environment (its keys
             # included), unlike the SDK's default of a safe subset for servers an app launches.
@@ -120,6 +122,30 @@ async def _session(target: Target, server_log: TextIO, loose: bool) -> AsyncIter
         raise failure
 
 
+def _in_memory(server: object) -> MCPServer[Any] | Server[Any]:
+    """The SDK server to connect in memory: ``server``, or the SDK ``Server`` a FastMCP serves through.
+
+    A FastMCP (>= 4.1) wraps an SDK ``Server`` (``_mcp_server``) whose lifespan enters FastMCP's
+    own, so the SDK's memory transport runs it as FastMCP's does. FastMCP is never imported
+    here: a server can only be a FastMCP if its module is loaded already.
+    """
+    if isinstance(server, MCPServer | Server):
+        return server
+    fastmcp = getattr(sys.modules.get("fastmcp.server.server"), "FastMCP", None)
+    if isinstance(fastmcp, type) and isinstance(server, fastmcp):
+        served = getattr(server, "_mcp_server", None)
+        if isinstance(served, Server):
+            return served
+        version = getattr(sys.modules.get("fastmcp"), "__version__", "unknown")
+        raise ProbeError(
+            f"this FastMCP ({version}) serves through no MCP SDK Server: the probe connects to "
+            "fastmcp >= 4.1 in process (or probe it over stdio or HTTP)"
+        )
+    raise ProbeError(
+        f"server must be an mcp MCPServer or Server, or a fastmcp FastMCP, not {type(server).__name__}"
+    )
+
+
 def _leaf(error: BaseException) -> BaseException:
     """The one exception inside nested groups of one (a task group's wrapping), else ``error``."""
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
@@ -164,6 +190,9 @@ async def probe(
     """
     if not target.command and target.url is None and target.server is None:
         raise ProbeError("name a server: a command after --, or --url")
+    for named in (target, options.second):
+        if named is not None and named.server is not None:
+            _in_memory(named.server)  # a server object the probe cannot connect: said before connecting
     unreadable = check_wordlists(options.wordlists)
     if unreadable is not None:
         raise ProbeError(unreadable)

@@ -1,0 +1,290 @@
+"""The probe in any test suite: the ``requeststate_probe`` pytest fixture.
+
+pytest loads this plugin by itself wherever requeststate is installed (the ``pytest11``
+entry point named ``requeststate``; ``-p no:requeststate`` turns it off). The fixture
+probes a server and returns the ``requeststate.probe.Report``::
+
+    def test_request_state_is_safe(requeststate_probe):
+        report = requeststate_probe(app, single_use=True)
+        assert report.ok, report.summary()
+
+``app`` is an in-process ``MCPServer``, low-level ``Server`` or ``FastMCP``; a command
+(a list of str, spawned over stdio); or a streamable HTTP URL. The probe needs the ``mcp``
+extra (``pip install 'requeststate[mcp]'``).
+
+pytest imports every installed plugin, also where the ``mcp`` extra is absent: this module
+imports nothing but pytest and the standard library until the fixture is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
+
+import pytest
+
+if TYPE_CHECKING:
+    from requeststate.probe import Report, Target
+
+__all__ = ["INSTALL_HINT", "RequestStateProbe", "requeststate_probe"]
+
+INSTALL_HINT: Final = "pip install 'requeststate[mcp]'"
+# What the probe imports from the mcp extra: an ImportError naming one of them is the extra missing.
+_EXTRA_MODULES: Final = frozenset({"mcp", "mcp_types", "anyio", "httpx2"})
+_SERVER_LOG_LINES: Final = 20
+_T = TypeVar("_T")
+
+
+class RequestStateProbe:
+    """The ``requeststate_probe`` fixture's value: call it with a server, get the probe's ``Report``.
+
+    Outside pytest, ``RequestStateProbe()`` is the same callable.
+    """
+
+    def __call__(
+        self,
+        server: object,
+        *,
+        tool: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        single_use: bool = False,
+        require_confidential: bool = False,
+        ttl: float | None = None,
+        second: object | None = None,
+        wordlists: Sequence[str | Path] = (),
+        headers: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Report:
+        """Probe ``server`` and return the report; see ``run`` for the arguments.
+
+        Synchronous, for a plain test. Called where an event loop already runs (an async
+        test), the probe runs on a thread of its own with its own loop, and the test's loop
+        waits: a server that this very loop serves (an HTTP app started in the test) cannot
+        answer then; ``await requeststate_probe.run(...)`` instead.
+        """
+        __tracebackhide__ = True  # pytest shows the user's test and the error, not the plugin's frames
+        from requeststate.probe import ProbeError  # the fixture checked that the extra is there
+
+        keywords = _Keywords(
+            tool, arguments, single_use, require_confidential, ttl, second, wordlists, headers, env, timeout
+        )
+        with _server_log() as log:
+            try:
+                return _call_blocking(lambda: self._run(server, keywords, log))
+            except (ProbeError, TimeoutError) as error:
+                raise _explained(error, log, keywords) from None
+
+    async def run(
+        self,
+        server: object,
+        *,
+        tool: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        single_use: bool = False,
+        require_confidential: bool = False,
+        ttl: float | None = None,
+        second: object | None = None,
+        wordlists: Sequence[str | Path] = (),
+        headers: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Report:
+        """Probe ``server`` on the running event loop (an async test) and return the report.
+
+        ``server``: an ``MCPServer``, low-level ``Server`` or ``FastMCP`` object (probed in
+        memory), a command (a list of str, spawned over stdio, inheriting the environment and
+        ``env``), a URL (``http://`` or ``https://``, streamable HTTP, with ``headers``), or a
+        ``requeststate.probe.Target``. ``tool``, ``arguments``, ``single_use``,
+        ``require_confidential``, ``ttl`` and ``wordlists`` are those of
+        ``requeststate.probe.ProbeOptions``; ``second`` is the same server as another user
+        (any form ``server`` takes), for the other-user check. ``timeout`` bounds the probe's
+        own work (``requeststate.probe.DEFAULT_TIMEOUT`` by default); the expiry check's wait
+        comes on top.
+
+        Raises ``requeststate.probe.ProbeError`` when the probe cannot judge the server (it
+        cannot connect, no tool answers input-required, the unmodified state is refused),
+        with the server's last log lines, and ``TimeoutError``.
+        """
+        __tracebackhide__ = True
+        from requeststate.probe import ProbeError
+
+        keywords = _Keywords(
+            tool, arguments, single_use, require_confidential, ttl, second, wordlists, headers, env, timeout
+        )
+        with _server_log() as log:
+            try:
+                return await self._probe(server, keywords, log)
+            except (ProbeError, TimeoutError) as error:
+                raise _explained(error, log, keywords) from None
+
+    def _run(self, server: object, keywords: _Keywords, log: TextIO) -> Report:
+        import anyio
+
+        async def probe() -> Report:
+            return await self._probe(server, keywords, log)
+
+        return anyio.run(probe)
+
+    async def _probe(self, server: object, keywords: _Keywords, log: TextIO) -> Report:
+        from requeststate import probe
+
+        target = _target(server, keywords.headers, keywords.env)
+        options = probe.ProbeOptions(
+            tool=keywords.tool,
+            arguments=keywords.arguments,
+            single_use=keywords.single_use,
+            require_confidential=keywords.require_confidential,
+            ttl=keywords.ttl,
+            second=None if keywords.second is None else _target(keywords.second, None, None),
+            wordlists=tuple(Path(path) for path in keywords.wordlists),
+        )
+        return await probe.probe(target, options, timeout=keywords.seconds(), server_log=log)
+
+
+@dataclass(frozen=True)
+class _Keywords:
+    """The fixture's keyword arguments, for both of its forms."""
+
+    tool: str | None
+    arguments: dict[str, Any] | None
+    single_use: bool
+    require_confidential: bool
+    ttl: float | None
+    second: object | None
+    wordlists: Sequence[str | Path]
+    headers: Mapping[str, str] | None
+    env: Mapping[str, str] | None
+    timeout: float | None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.wordlists, str | Path):  # one path would be read as paths of one letter each
+            raise TypeError("wordlists= is a list of paths: wordlists=[path]")
+
+    def seconds(self) -> float:
+        """The probe's own time bound."""
+        from requeststate.probe import DEFAULT_TIMEOUT
+
+        return DEFAULT_TIMEOUT if self.timeout is None else self.timeout
+
+
+def _target(server: object, headers: Mapping[str, str] | None, env: Mapping[str, str] | None) -> Target:
+    """The probe's ``Target`` for what the test passed: a server object, a command, or a URL."""
+    from requeststate.probe import Target
+
+    url = isinstance(server, str) and server.startswith(("http://", "https://"))
+    command = isinstance(server, Sequence) and not isinstance(server, str | bytes)
+    if headers is not None and not url:
+        raise TypeError("headers= go with a URL (streamable HTTP)")
+    if env is not None and not command:
+        raise TypeError("env= goes with a command (spawned over stdio)")
+    if isinstance(server, Target):
+        return server
+    if isinstance(server, str):
+        if not url:
+            # A command given as one string would have to be split as a shell splits it.
+            raise TypeError(
+                f"a str is a URL (http:// or https://), not {server!r}: pass a command as a list of str"
+            )
+        return Target(url=server, headers=dict(headers or {}))
+    if isinstance(server, Sequence) and not isinstance(server, bytes):
+        argv = list(server)
+        if not argv or not all(isinstance(word, str) for word in argv):
+            raise TypeError("a command is a non-empty list of str (the program and its arguments)")
+        return Target(command=tuple(argv), env=dict(env or {}))
+    return Target(server=server)  # the probe says so if it is no server it can connect in memory
+
+
+def _call_blocking(call: Callable[[], _T]) -> _T:
+    """``call()`` here, or on a thread of its own where this thread already runs an event loop."""
+    __tracebackhide__ = True
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return call()
+    # anyio.run refuses to start a loop inside a running one: give the probe a thread and a loop.
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as error:  # handed to the caller's thread, re-raised there
+            failure.append(error)
+
+    worker = threading.Thread(target=work, name="requeststate-probe", daemon=True)
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+@contextmanager
+def _server_log() -> Iterator[TextIO]:
+    """Where the probe writes a spawned server's stderr or an in-process server's refusal lines,
+    with the SDK's logger silenced meanwhile."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log, _sdk_quiet():
+        yield log
+
+
+def _explained(error: Exception, log: TextIO, keywords: _Keywords) -> Exception:
+    """A ``ProbeError`` or timeout, with the server log's last lines: why the probe could not finish."""
+    from requeststate.probe import ProbeError
+
+    if isinstance(error, ProbeError):
+        return ProbeError(f"{error}{_tail(log)}")
+    return TimeoutError(f"the probe timed out after {keywords.seconds():g} s{_tail(log)}")
+
+
+def _tail(log: TextIO) -> str:
+    log.seek(0)
+    lines = log.read().splitlines()[-_SERVER_LOG_LINES:]
+    if not lines:
+        return ""
+    return "\nthe server's log (last lines):\n" + "\n".join(f"  | {_printable(line)}" for line in lines)
+
+
+def _printable(text: str) -> str:
+    """A server's text safe for a terminal: its control characters as escapes."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+@contextmanager
+def _sdk_quiet() -> Iterator[None]:
+    """The SDK's logger silenced meanwhile: each handler the probe crashes would log a traceback,
+    slowly, into the test's captured log; the report says what happened."""
+    logger = logging.getLogger("mcp")
+    saved = logger.level
+    logger.setLevel(logging.CRITICAL + 1)  # its modules' loggers inherit the level
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
+
+
+@pytest.fixture
+def requeststate_probe() -> RequestStateProbe:
+    """Probe a server's ``requestState`` handling from a test: ``requeststate_probe(app, **options)``.
+
+    Fails the test at setup, naming ``pip install 'requeststate[mcp]'``, where the ``mcp`` extra
+    is not installed.
+    """
+    try:
+        import requeststate.probe  # noqa: F401 (the extra's presence: the probe imports it all)
+    except ImportError as missing:
+        if (missing.name or "").partition(".")[0] not in _EXTRA_MODULES:
+            raise
+        pytest.fail(
+            f"the requeststate_probe fixture needs the mcp extra: {INSTALL_HINT} "
+            f"(cannot import {missing.name})",
+            pytrace=False,
+        )
+    return RequestStateProbe()
