@@ -9,6 +9,9 @@
 - ``nemesis``: single use under faults (scripts/nemesis.py): worker processes redeem tokens on
   real redis-servers (one, a replicated pair, a cluster) while a nemesis kills, flushes, evicts,
   pauses and fails them over; it fails on any token accepted twice (about 3 minutes).
+- ``conformance``: the official MCP conformance suite against the SDK's and FastMCP's conformance
+  servers, as shipped and under ``protect()``, and the probe on them and on a TypeScript SDK
+  server (scripts/conformance.py); Node 22 and the suite come from the npm registry into build/.
 """
 
 from __future__ import annotations
@@ -61,3 +64,10 @@ def benchmarks(session: nox.Session) -> None:
     """The benchmark harness's own tests: tiny counts, output structure only, never timed."""
     session.install("-e", EXTRAS, "--group", "test", "--group", "bench")
     session.run("python", "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "benchmarks")
+
+
+@nox.session(python=PYTHONS[0])
+def conformance(session: nox.Session) -> None:
+    """The MCP conformance suite and the probe on servers nobody here wrote (about a minute cached)."""
+    session.install("-e", ".[mcp]", "--group", "conformance")
+    session.run("python", "-m", "scripts.conformance", *session.posargs)
