@@ -4,7 +4,6 @@ import io
 import json
 import os
 import re
-import runpy
 import shutil
 import subprocess
 import sys
@@ -101,11 +100,18 @@ def test_console_script_runs_the_demo() -> None:
     assert (done.returncode, without_randomness(done.stdout), done.stderr) == (0, DEMO, "")
 
 
-def test_dunder_main_exits_with_mains_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "argv", ["requeststate", "demo"])
-    with pytest.raises(SystemExit) as caught:
-        runpy.run_module("requeststate", run_name="__main__")
-    assert caught.value.code == 0
+def test_dunder_main_exits_with_mains_code() -> None:
+    # A process of its own: under pytest, the plugin's entry point puts the package's modules
+    # under assertion rewriting, whose loader runpy cannot run.
+    done = subprocess.run(
+        [sys.executable, "-m", "requeststate", "inspect", "hello"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != "REQUESTSTATE_KEYS"},
+    )
+    assert (done.returncode, done.stderr) == (1, "not a requeststate token: no v1., v1e. or v1x. prefix\n")
 
 
 def test_main_runs_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
