@@ -2,7 +2,8 @@
 #   make demo    sets up .venv with the package alone, and runs the demo;
 #   make test    sets up .venv with the dev group, then lint, types, the suite
 #                with coverage, the docs build and the wheel check (a few minutes).
-# Every tool runs from .venv, never from a Python that happens to be on PATH.
+# Every tool runs from .venv, never from a Python that happens to be on PATH, and reads its
+# options from its own configuration (pyproject.toml, mkdocs.yml), not from here.
 # The Redis tests need redis-server: make test installs Debian's package when
 # it is missing, saying so first (make test NO_SYSTEM_PACKAGES=1 installs nothing
 # and skips those tests, loudly).
@@ -11,13 +12,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # pip >= 25.1 reads PEP 735 dependency groups (--group); the venv's pip is upgraded first.
 PIP := $(PY) -m pip install --quiet
-# The suite's workers: the machines this runs on have 2 cores.
-WORKERS ?= 2
 FUZZ_SECONDS ?= 600
 NO_SYSTEM_PACKAGES ?=
 export NO_SYSTEM_PACKAGES
-
-LINTED := requeststate tests benchmarks examples fuzz scripts noxfile.py
 
 .PHONY: demo test lint docs wheel-smoke matrix nemesis bench bench-quick fuzz mutation clean
 
@@ -27,19 +24,19 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	sh scripts/redis-test-server.sh
 	$(MAKE) --no-print-directory lint
-	$(PY) -m pytest -n $(WORKERS) --cov --cov-report=term
+	$(PY) -m pytest --cov
 	$(MAKE) --no-print-directory docs
 	$(MAKE) --no-print-directory wheel-smoke
 
 lint: $(VENV)/.installed-dev
-	$(PY) -m ruff check $(LINTED)
-	$(PY) -m ruff format --check $(LINTED)
+	$(PY) -m ruff check
+	$(PY) -m ruff format --check
 	$(PY) -m mypy
-	$(PY) -m pyright --pythonpath $(PY)
+	$(PY) -m pyright
 
-# The docs site (MkDocs + mkdocstrings) into site/; --strict makes every warning an error.
+# The docs site (MkDocs + mkdocstrings) into site/; mkdocs.yml makes every warning an error.
 docs: $(VENV)/.installed-docs
-	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build
 
 # python -m build, twine check --strict, check-wheel-contents, then the wheel alone in a fresh venv.
 wheel-smoke: $(VENV)/.installed-dev
@@ -57,10 +54,11 @@ matrix: $(VENV)/.installed-dev
 	PATH="$(PYENV_BINS):$$PATH" UV_PYTHON_DOWNLOADS=never $(PY) -m nox --no-error-on-missing-interpreters
 
 # Single use under random faults on real redis-servers (scripts/nemesis.py); make matrix runs it too.
-NEMESIS_SECONDS ?= 40
+# make nemesis NEMESIS_SECONDS=120 runs each topology longer than the script's default (40).
+NEMESIS_SECONDS ?=
 nemesis: $(VENV)/.installed-dev
 	sh scripts/redis-test-server.sh
-	$(PY) -m scripts.nemesis --seconds $(NEMESIS_SECONDS)
+	$(PY) -m scripts.nemesis $(if $(NEMESIS_SECONDS),--seconds $(NEMESIS_SECONDS))
 
 # The benchmark measures the package as pip installs it: pure Python.
 bench: $(VENV)/.installed-bench

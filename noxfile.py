@@ -23,15 +23,11 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 EXTRAS = ".[mcp,redis,otel]"
 
 
-def _pytest(session: nox.Session) -> None:
-    session.run("python", "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", *session.posargs)
-
-
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """The suite on one Python."""
     session.install("-e", EXTRAS, "--group", "test")
-    _pytest(session)
+    session.run("python", "-m", "pytest", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
@@ -39,7 +35,7 @@ def lowest(session: nox.Session) -> None:
     """The suite with every declared dependency (the package's, the extras', the tests') at its lowest."""
     # One resolution: the OpenTelemetry SDK the tests read counters with pins the API it goes with.
     session.install("--resolution", "lowest-direct", "-e", EXTRAS, "--group", "test")
-    _pytest(session)
+    session.run("python", "-m", "pytest", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
@@ -53,11 +49,11 @@ def fuzz(session: nox.Session) -> None:
 def nemesis(session: nox.Session) -> None:
     """Single use under random faults on real redis-servers; ``-- --seconds 120`` runs longer."""
     session.install("-e", ".[redis]")
-    session.run("python", "-m", "scripts.nemesis", "--seconds", "40", *session.posargs)
+    session.run("python", "-m", "scripts.nemesis", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
 def benchmarks(session: nox.Session) -> None:
     """The benchmark harness's own tests: tiny counts, output structure only, never timed."""
     session.install("-e", EXTRAS, "--group", "test", "--group", "bench")
-    session.run("python", "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "benchmarks")
+    session.run("python", "-m", "pytest", "benchmarks")
