@@ -1,4 +1,4 @@
-"""The slower checks that ``make matrix`` runs after ``make test``: ``python -m nox`` (``-s NAME`` for one).
+"""The slower checks that ``make matrix`` runs after ``make test``; ``NOX_ARGS="-s NAME"`` runs one.
 
 - ``tests``: the whole suite on each Python the package claims. An interpreter
   that is not installed is skipped, and nox says so in its summary.
@@ -9,6 +9,10 @@
 - ``nemesis``: single use under faults (scripts/nemesis.py): worker processes redeem tokens on
   real redis-servers (one, a replicated pair, a cluster) while a nemesis kills, flushes, evicts,
   pauses and fails them over; it fails on any token accepted twice (about 3 minutes).
+
+Every session but ``lowest`` installs exactly what ``uv.lock`` pins, as ``make test`` does;
+``lowest`` resolves afresh, by definition. The uv is the Makefile's (``UV=``, pinned in
+pyproject.toml), and pytest's options are pyproject.toml's.
 """
 
 from __future__ import annotations
@@ -20,13 +24,24 @@ nox.options.error_on_missing_interpreters = False
 nox.options.reuse_venv = "yes"
 
 PYTHONS = ["3.11", "3.12", "3.13"]
-EXTRAS = ".[mcp,redis,otel]"
+
+
+def _sync(session: nox.Session, *selection: str) -> None:
+    """The project (editable) and ``selection`` (extras and groups), from uv.lock into the session's venv."""
+    session.run_install(
+        "uv",
+        "sync",
+        "--locked",
+        "--no-default-groups",
+        *selection,
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
 
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """The suite on one Python."""
-    session.install("-e", EXTRAS, "--group", "test")
+    _sync(session, "--all-extras", "--group", "test")
     session.run("python", "-m", "pytest", *session.posargs)
 
 
@@ -34,26 +49,26 @@ def tests(session: nox.Session) -> None:
 def lowest(session: nox.Session) -> None:
     """The suite with every declared dependency (the package's, the extras', the tests') at its lowest."""
     # One resolution: the OpenTelemetry SDK the tests read counters with pins the API it goes with.
-    session.install("--resolution", "lowest-direct", "-e", EXTRAS, "--group", "test")
+    session.install("--resolution", "lowest-direct", "-e", ".[mcp,redis,otel]", "--group", "test")
     session.run("python", "-m", "pytest", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
 def fuzz(session: nox.Session) -> None:
     """Fuzz Codec.verify for 60 seconds (``make fuzz`` runs longer)."""
-    session.install("-e", ".", "--group", "fuzz")
+    _sync(session, "--group", "fuzz")
     session.run("python", "-m", "fuzz.run", "--seconds", "60")
 
 
 @nox.session(python=PYTHONS[0])
 def nemesis(session: nox.Session) -> None:
     """Single use under random faults on real redis-servers; ``-- --seconds 120`` runs longer."""
-    session.install("-e", ".[redis]")
+    _sync(session, "--extra", "redis")
     session.run("python", "-m", "scripts.nemesis", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
 def benchmarks(session: nox.Session) -> None:
     """The benchmark harness's own tests: tiny counts, output structure only, never timed."""
-    session.install("-e", EXTRAS, "--group", "test", "--group", "bench")
+    _sync(session, "--all-extras", "--group", "test", "--group", "bench")
     session.run("python", "-m", "pytest", "benchmarks")
