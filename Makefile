@@ -1,103 +1,113 @@
 # Two commands, on a fresh machine with Python 3.11+, make and apt:
 #   make demo    sets up .venv with the package alone, and runs the demo;
-#   make test    sets up .venv with the dev group, then lint, types, the suite
-#                with coverage, the docs build and the wheel check (a few minutes).
-# Every tool runs from .venv, never from a Python that happens to be on PATH.
+#   make test    sets up .venv exactly as uv.lock pins it (every extra, the dev group), then
+#                lint, types, the suite with coverage, the docs build and the wheel check.
+# uv installs .venv from uv.lock. uv itself, at the version pyproject.toml pins ([tool.uv]
+# required-version), is installed first into build/uv-VERSION by the python3 that runs make
+# (PYTHON=), which .venv is then made from; uv never downloads a Python (pyproject.toml).
+# Every tool runs from .venv, never from a Python that happens to be on PATH, and reads its
+# options from its own configuration (pyproject.toml, mkdocs.yml), not from here.
 # The Redis tests need redis-server: make test installs Debian's package when
 # it is missing, saying so first (make test NO_SYSTEM_PACKAGES=1 installs nothing
 # and skips those tests, loudly).
 PYTHON ?= python3
-VENV ?= .venv
-PY := $(VENV)/bin/python
-# pip >= 25.1 reads PEP 735 dependency groups (--group); the venv's pip is upgraded first.
-PIP := $(PY) -m pip install --quiet
-# The suite's workers: the machines this runs on have 2 cores.
-WORKERS ?= 2
-FUZZ_SECONDS ?= 600
+PY := .venv/bin/python
+UV_VERSION := $(shell sed -n 's/^required-version = "==\(.*\)"$$/\1/p' pyproject.toml)
+UV := build/uv-$(UV_VERSION)/bin/uv
 NO_SYSTEM_PACKAGES ?=
 export NO_SYSTEM_PACKAGES
 
-LINTED := requeststate tests benchmarks examples fuzz scripts noxfile.py
+# .venv as uv.lock pins it: the project (editable) and what the target names. --locked: a
+# uv.lock behind pyproject.toml is an error (make lock). --inexact: what else is installed stays;
+# make test alone syncs exactly, removing whatever the lock's dev set does not hold.
+SYNC := $(UV) sync --locked --python $(PYTHON) --no-default-groups
+DEV := --all-extras --group dev
 
-.PHONY: demo test lint docs wheel-smoke matrix nemesis bench bench-quick fuzz mutation clean
+.PHONY: demo test lint docs wheel-smoke matrix nemesis bench bench-quick fuzz mutation lock clean
 
-demo: $(VENV)/.installed
+demo: $(UV)
+	$(SYNC) --inexact
 	$(PY) -m requeststate demo
 
-test: $(VENV)/.installed-dev
+test: $(UV)
+	$(SYNC) $(DEV)
 	sh scripts/redis-test-server.sh
 	$(MAKE) --no-print-directory lint
-	$(PY) -m pytest -n $(WORKERS) --cov --cov-report=term
+	$(PY) -m pytest --cov
 	$(MAKE) --no-print-directory docs
 	$(MAKE) --no-print-directory wheel-smoke
 
-lint: $(VENV)/.installed-dev
-	$(PY) -m ruff check $(LINTED)
-	$(PY) -m ruff format --check $(LINTED)
+lint: $(UV)
+	$(SYNC) --inexact $(DEV)
+	$(PY) -m ruff check
+	$(PY) -m ruff format --check
 	$(PY) -m mypy
-	$(PY) -m pyright --pythonpath $(PY)
+	$(PY) -m pyright
 
-# The docs site (MkDocs + mkdocstrings) into site/; --strict makes every warning an error.
-docs: $(VENV)/.installed-docs
-	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+# The docs site (MkDocs + mkdocstrings) into site/; mkdocs.yml makes every warning an error.
+docs: $(UV)
+	$(SYNC) --inexact --group docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build
 
 # python -m build, twine check --strict, check-wheel-contents, then the wheel alone in a fresh venv.
-wheel-smoke: $(VENV)/.installed-dev
+wheel-smoke: $(UV)
+	$(SYNC) --inexact --group package
 	$(PY) -m scripts.wheel_smoke
 
 # noxfile.py: the suite on Python 3.11, 3.12 and 3.13 (a missing interpreter is
-# skipped loudly), once at the lowest declared versions, and a short fuzzing run.
-# pyenv's interpreters are put on PATH; uv never downloads one.
+# skipped loudly), once at the lowest declared versions, fuzzing, the nemesis and the
+# benchmark harness's tests; make matrix NOX_ARGS="-s lowest" runs one session.
+# pyenv's interpreters are put on PATH; nox runs this uv (UV=).
 PYENV_ROOT ?= $(HOME)/.pyenv
+NOX_ARGS ?=
 empty :=
 space := $(empty) $(empty)
 PYENV_BINS := $(subst $(space),:,$(wildcard $(PYENV_ROOT)/versions/3.1[123].*/bin))
-matrix: $(VENV)/.installed-dev
+matrix: $(UV)
+	$(SYNC) --inexact --group matrix
 	sh scripts/redis-test-server.sh
-	PATH="$(PYENV_BINS):$$PATH" UV_PYTHON_DOWNLOADS=never $(PY) -m nox --no-error-on-missing-interpreters
+	PATH="$(PYENV_BINS):$$PATH" UV="$(abspath $(UV))" $(PY) -m nox $(NOX_ARGS)
 
 # Single use under random faults on real redis-servers (scripts/nemesis.py); make matrix runs it too.
-NEMESIS_SECONDS ?= 40
-nemesis: $(VENV)/.installed-dev
+# make nemesis NEMESIS_SECONDS=120 runs each topology longer than the script's default (40).
+NEMESIS_SECONDS ?=
+nemesis: $(UV)
+	$(SYNC) --inexact --extra redis
 	sh scripts/redis-test-server.sh
-	$(PY) -m scripts.nemesis --seconds $(NEMESIS_SECONDS)
+	$(PY) -m scripts.nemesis $(if $(NEMESIS_SECONDS),--seconds $(NEMESIS_SECONDS))
 
 # The benchmark measures the package as pip installs it: pure Python.
-bench: $(VENV)/.installed-bench
+bench: $(UV)
+	$(SYNC) --inexact --all-extras --group bench
 	sh scripts/redis-test-server.sh
 	$(PY) -m benchmarks
 
-bench-quick: $(VENV)/.installed-bench
+bench-quick: $(UV)
+	$(SYNC) --inexact --all-extras --group bench
 	sh scripts/redis-test-server.sh
 	$(PY) -m benchmarks --quick
 
-fuzz: $(VENV)/.installed-fuzz
+FUZZ_SECONDS ?= 600
+fuzz: $(UV)
+	$(SYNC) --inexact --group fuzz
 	$(PY) -m fuzz.run --seconds $(FUZZ_SECONDS)
 
 # Mutation testing of the core modules (about 10 minutes on 2 cores); fails below 95%.
-mutation: $(VENV)/.installed-mutation
+mutation: $(UV)
+	$(SYNC) --inexact --all-extras --group mutation
 	$(PY) scripts/mutation.py --min-score 95
 
-$(VENV)/bin/python:
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) --upgrade 'pip>=25.1'
+# uv.lock again after an edit of pyproject.toml's dependencies; LOCK_ARGS="--upgrade-package mcp"
+# moves one package to its newest allowed version, LOCK_ARGS=--upgrade all of them.
+LOCK_ARGS ?=
+lock: $(UV)
+	$(UV) lock $(LOCK_ARGS)
 
-# One stamp per set of what is installed: each target installs only what it needs.
-$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e .
-	touch $@
-
-$(VENV)/.installed-docs: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e . --group docs
-	touch $@ $(VENV)/.installed
-
-$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e '.[mcp,redis,otel]' --group dev
-	touch $@ $(VENV)/.installed $(VENV)/.installed-docs
-
-$(VENV)/.installed-%: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e '.[mcp,redis,otel]' --group $*
-	touch $@ $(VENV)/.installed
+$(UV):
+	$(if $(UV_VERSION),,$(error pyproject.toml pins no uv: [tool.uv] required-version = "==X.Y.Z"))
+	rm -rf build/uv-$(UV_VERSION)
+	$(PYTHON) -m venv build/uv-$(UV_VERSION)
+	build/uv-$(UV_VERSION)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 clean:
-	rm -rf $(VENV) .nox site build dist .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.* .hypothesis
+	rm -rf .venv .nox site build dist .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.* .hypothesis

@@ -1,4 +1,4 @@
-"""The slower checks that ``make matrix`` runs after ``make test``: ``python -m nox`` (``-s NAME`` for one).
+"""The slower checks that ``make matrix`` runs after ``make test``; ``NOX_ARGS="-s NAME"`` runs one.
 
 - ``tests``: the whole suite on each Python the package claims. An interpreter
   that is not installed is skipped, and nox says so in its summary.
@@ -12,6 +12,12 @@
 - ``conformance``: the official MCP conformance suite against the SDK's and FastMCP's conformance
   servers, as shipped and under ``protect()``, and the probe on them and on a TypeScript SDK
   server (scripts/conformance.py); Node 22 and the suite come from the npm registry into build/.
+
+Every session but ``lowest`` and ``conformance`` installs exactly what ``uv.lock`` pins, as
+``make test`` does; ``lowest`` resolves afresh, by definition, with the lowest FastMCP (the
+locked sessions run the newest), and ``conformance`` installs FastMCP's conformance server's own
+pins (``CONFORMANCE_SERVERS``). The uv is the Makefile's (``UV=``, pinned in pyproject.toml), and
+pytest's options are pyproject.toml's.
 """
 
 from __future__ import annotations
@@ -23,51 +29,63 @@ nox.options.error_on_missing_interpreters = False
 nox.options.reuse_venv = "yes"
 
 PYTHONS = ["3.11", "3.12", "3.13"]
-EXTRAS = ".[mcp,redis,otel]"
 
 
-def _pytest(session: nox.Session) -> None:
-    session.run("python", "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", *session.posargs)
+def _sync(session: nox.Session, *selection: str) -> None:
+    """The project (editable) and ``selection`` (extras and groups), from uv.lock into the session's venv."""
+    session.run_install(
+        "uv",
+        "sync",
+        "--locked",
+        "--no-default-groups",
+        *selection,
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
 
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """The suite on one Python."""
-    session.install("-e", EXTRAS, "--group", "test")
-    _pytest(session)
+    _sync(session, "--all-extras", "--group", "test")
+    session.run("python", "-m", "pytest", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
 def lowest(session: nox.Session) -> None:
     """The suite with every declared dependency (the package's, the extras', the tests') at its lowest."""
     # One resolution: the OpenTelemetry SDK the tests read counters with pins the API it goes with.
-    session.install("--resolution", "lowest-direct", "-e", EXTRAS, "--group", "test")
-    _pytest(session)
+    session.install("--resolution", "lowest-direct", "-e", ".[mcp,fastmcp,redis,otel]", "--group", "test")
+    session.run("python", "-m", "pytest", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
 def fuzz(session: nox.Session) -> None:
     """Fuzz Codec.verify for 60 seconds (``make fuzz`` runs longer)."""
-    session.install("-e", ".", "--group", "fuzz")
+    _sync(session, "--group", "fuzz")
     session.run("python", "-m", "fuzz.run", "--seconds", "60")
 
 
 @nox.session(python=PYTHONS[0])
 def nemesis(session: nox.Session) -> None:
     """Single use under random faults on real redis-servers; ``-- --seconds 120`` runs longer."""
-    session.install("-e", ".[redis]")
-    session.run("python", "-m", "scripts.nemesis", "--seconds", "40", *session.posargs)
+    _sync(session, "--extra", "redis")
+    session.run("python", "-m", "scripts.nemesis", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
 def benchmarks(session: nox.Session) -> None:
     """The benchmark harness's own tests: tiny counts, output structure only, never timed."""
-    session.install("-e", EXTRAS, "--group", "test", "--group", "bench")
-    session.run("python", "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "benchmarks")
+    _sync(session, "--all-extras", "--group", "test", "--group", "bench")
+    session.run("python", "-m", "pytest", "benchmarks")
+
+
+# FastMCP's conformance server runs its background tasks on fastmcp-tasks, which pins its own
+# FastMCP (and refuses redis-py 8.1.0): installed here, not in uv.lock, whose FastMCP is the newest.
+CONFORMANCE_SERVERS = ("fastmcp==4.1.4", "fastmcp-tasks==4.1.4", "uvicorn>=0.30")
 
 
 @nox.session(python=PYTHONS[0])
 def conformance(session: nox.Session) -> None:
-    """The MCP conformance suite and the probe on servers nobody here wrote (about a minute cached)."""
-    session.install("-e", ".[mcp]", "--group", "conformance")
+    """The MCP conformance suite and the probe on servers nobody here wrote (about two minutes)."""
+    session.install("-e", ".[mcp]", *CONFORMANCE_SERVERS)
     session.run("python", "-m", "scripts.conformance", *session.posargs)

@@ -76,7 +76,8 @@ def setup_cfg() -> str:
         "source_paths = requeststate\n"
         + listing("only_mutate", [f"requeststate/{name}" for name in CORE_MODULES])
         + listing("pytest_add_cli_args_test_selection", [f"tests/{name}" for name in CORE_TESTS])
-        + listing("pytest_add_cli_args", ["-p", "no:cacheprovider"])
+        # -n 0: in one process, where mutmut sees which test calls what (pyproject.toml's addopts say -n 2).
+        + listing("pytest_add_cli_args", ["-n", "0", "-p", "no:cacheprovider"])
         # A mutant that loops forever is killed by this timeout: 10 x its tests' own time, plus 2 s.
         + "timeout_multiplier = 10.0\n"
         + "timeout_constant = 2.0\n"
