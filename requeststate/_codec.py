@@ -6,21 +6,25 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any, Final, Unpack, cast, final
+from typing import Any, Final, TypeAlias, Unpack, cast, final
 
 from ._bounds import INT64_MIN, check_int
 from ._claims import Claims
 from ._envelope import open_token, seal_token
 from ._errors import InvalidToken
 from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, is_async_guard, tell_lifetime
-from ._keys import KeyRing, Keys, as_key_ring
+from ._keys import BoundKey, KeyRing, Keys, as_key_ring
 from ._metrics import Counts, Meter
-from ._modes import MODE_BY_PREFIX, Mode, modes_from_env, wire_of
+from ._modes import Mode, WireMode, modes_from_env, wire_of
 from ._options import DEFAULT_MODE, DEFAULT_TTL, CodecOptions, Context, check_options, ttl_from_env
-from ._payload import T, read_state
-from ._token_id import TOKEN_ID_BYTES
+from ._payload import Payload, T, read_state
+from ._token_id import TOKEN_ID_BYTES, claim_id
 
 __all__ = ["CallOptions", "Codec", "decode", "encode", "verify"]
+
+# What a token opened to: its state (as asked for), its payload, its mode's wire format, and
+# the key it verified under. A plain tuple: it is built on every token, and read here only.
+_Opened: TypeAlias = "tuple[Any, Payload, WireMode, BoundKey]"
 
 
 def now_from(now: object, clock: Callable[[], float] | None) -> int:
@@ -41,7 +45,8 @@ class Codec:
             ``leeway``, ``max_token_bytes``, ``guard``, ``clock``, ``metrics``. A bad
             one raises ``TypeError`` or ``ValueError``.
 
-    Each call takes the ``Context`` it runs in by keyword: ``subject``, ``tool`` and ``now``.
+    Each call takes the ``Context`` it runs in by keyword: ``subject``, ``tool`` and ``now``
+    (spelled out on each method: docs/performance.md says why).
     Immutable and safe to share between threads; its repr never shows key bytes.
     """
 
@@ -50,6 +55,7 @@ class Codec:
         settings = check_options(options)
         self._settings: Final = settings
         self._wires: Final = tuple(map(wire_of, settings.mode))
+        self._mode_of: Final = dict(zip(self._wires, settings.mode, strict=True))
         # Read on every token: kept as attributes of their own.
         self._leeway: Final = settings.leeway
         self._max_bytes: Final = settings.max_token_bytes
@@ -57,6 +63,7 @@ class Codec:
         self._clock: Final = settings.clock
         self._counts: Final = None if settings.metrics is None else Counts(settings.metrics, settings.mode)
         self._guard_is_async: Final = is_async_guard(settings.guard)
+        self._ttl: Final = settings.ttl
         tell_lifetime(settings.guard, settings.ttl + settings.leeway)
         # One read of the CSPRNG per token: the minting mode's nonce, then the token id's random bits.
         self._nonce_bytes: Final = self._wires[0].nonce_bytes
@@ -103,7 +110,7 @@ class Codec:
     @property
     def ttl(self) -> int:
         """Seconds a minted token lives."""
-        return self._settings.ttl
+        return self._ttl
 
     @property
     def leeway(self) -> int:
@@ -134,32 +141,35 @@ class Codec:
         guard = "" if self._guard is None else f", guard={type(self._guard).__name__}"
         return f"Codec(keys={self._keys!r}, mode={','.join(self.modes)}, ttl={self.ttl}{guard})"
 
-    def encode(self, state: object, /, **context: Unpack[Context]) -> str:
+    # The methods spell out subject=, tool= and now= (the ``Context``) rather than take
+    # **context: Unpack[Context], which cost 7% of a decode (docs/performance.md).
+    def encode(
+        self, state: object, /, *, subject: str = "", tool: str | None = None, now: int | None = None
+    ) -> str:
         """Mint a token that carries ``state`` for ``ttl`` seconds, bound to ``subject`` and ``tool``.
 
         Args:
             state: a ``str``, carried as is, or any value msgspec encodes, as its JSON text
                 (not ``bytes``: a ``TypeError`` says to pass the value, or its text).
-            **context: ``subject`` (the authenticated user, from the auth context, never the
-                request; ``""``: none), ``tool`` (the tool, prompt or resource the state belongs
-                to; ``None`` binds the subject alone) and ``now`` (unix seconds to mint at; the
-                codec's clock when ``None``). See ``Context``.
+            subject: the authenticated user, from the auth context (never the request); ``""``: none.
+            tool: the tool, prompt or resource the state belongs to; ``None`` binds the subject alone.
+            now: unix seconds to mint at; the codec's clock when ``None``.
 
         Raises:
             TypeError, ValueError: an invalid identity (docs/wire-format.md, "The bind tag"), a
                 state msgspec cannot encode, a token over ``max_token_bytes``, or a bad ``now``.
             KeyBudgetExhausted: the minting key has sealed its AES-GCM limit.
         """
-        minted = now_from(context.get("now"), self._clock)
+        minted = now_from(now, self._clock)
         random = os.urandom(self._random_bytes)
         nonce, token_id = random[: self._nonce_bytes], random[self._nonce_bytes :].hex()
         token = seal_token(
             state,
             self._wires[0],
             self._keys,
-            context.get("subject", ""),
-            context.get("tool"),
-            minted + self._settings.ttl,
+            subject,
+            tool,
+            minted + self._ttl,
             nonce,
             token_id,
             minted,
@@ -169,16 +179,38 @@ class Codec:
             self._counts.minted()
         return token
 
-    def open(self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]) -> Claims[T]:
+    def open(
+        self,
+        token: object,
+        /,
+        *,
+        subject: str = "",
+        tool: str | None = None,
+        now: int | None = None,
+        type: type[T] | None = None,
+    ) -> Claims[T]:
         """The claims of a token that passes every check of ``verify``: its state, expiry, id, mode and key.
 
-        ``verify`` returns ``open(...).state``; ``open`` is for a caller who also needs
-        the token's ``exp`` or id (a log line, a store of its own). The arguments and
-        the errors are ``verify``'s.
+        ``verify`` returns the state alone; ``open`` is for a caller who also needs the
+        token's ``exp`` or id (a log line, a store of its own). The arguments and the
+        errors are ``verify``'s.
         """
-        return self._opened(token, type, context, raising=True)  # type: ignore[return-value]
+        if self._guard_is_async:
+            raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
+        return self._claims(
+            self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=True)
+        )
 
-    def verify(self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]) -> T:
+    def verify(
+        self,
+        token: object,
+        /,
+        *,
+        subject: str = "",
+        tool: str | None = None,
+        now: int | None = None,
+        type: type[T] | None = None,
+    ) -> T:
         """Return the state a token carries, or raise ``InvalidToken`` saying why not.
 
         The checks run in the order ``open_token`` documents (authentication first),
@@ -186,21 +218,31 @@ class Codec:
 
         Args:
             token: the echoed ``requestState``, as the client sent it (any type).
+            subject, tool: the identity the token must be bound to, as at ``encode``.
+                An invalid identity (of any type) is a refusal, never an error.
+            now: unix seconds to verify at; the codec's clock when ``None``.
             type: decode the state's JSON text as this type (msgspec, strict);
                 without it, the state is its text, a ``str``.
-            **context: ``subject`` and ``tool``, the identity the token must be bound to,
-                as at ``encode`` (an invalid identity, of any type, is a refusal, never an
-                error), and ``now``, unix seconds to verify at (the codec's clock when ``None``).
 
         Raises:
             InvalidToken: the token is refused; ``.reason`` is for logs only.
             TypeError, ValueError: the guard is async (use ``averify``), or ``now`` is
                 not an int from -2**63 to 2**63-1.
         """
-        return self.open(token, type=type, **context).state
+        if self._guard_is_async:
+            raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
+        opened = self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=True)
+        return opened[0]  # type: ignore[index,no-any-return]
 
     def decode(
-        self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]
+        self,
+        token: object,
+        /,
+        *,
+        subject: str = "",
+        tool: str | None = None,
+        now: int | None = None,
+        type: type[T] | None = None,
     ) -> T | None:
         """Return the state a token carries, or ``None`` if it is refused for any reason.
 
@@ -208,68 +250,113 @@ class Codec:
         ``TypeError`` or ``ValueError`` for the caller's own mistakes (an async guard, use
         ``adecode``; a ``now`` that is not an int from -2**63 to 2**63-1).
         """
-        claims = self._opened(token, type, context, raising=False)
-        return None if claims is None else claims.state
-
-    async def aopen(
-        self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]
-    ) -> Claims[T]:
-        """``open`` for asyncio servers: the checks run inline, then an async guard's claim is awaited."""
-        return await self._aopened(token, type, context, raising=True)  # type: ignore[return-value]
-
-    async def averify(
-        self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]
-    ) -> T:
-        """``verify`` for asyncio servers: the checks run inline, then an async guard's claim is awaited."""
-        return (await self.aopen(token, type=type, **context)).state
-
-    async def adecode(
-        self, token: object, /, *, type: type[T] | None = None, **context: Unpack[Context]
-    ) -> T | None:
-        """``decode`` for asyncio servers: awaits an async guard; ``None`` for every refusal."""
-        claims = await self._aopened(token, type, context, raising=False)
-        return None if claims is None else claims.state
-
-    def _checked(self, token: object, type: Any, context: Context) -> tuple[Claims[Any], int]:
-        """Every check but the guard's, and the time they ran at; ``InvalidToken`` at the first that fails."""
-        now = now_from(context.get("now"), self._clock)
-        payload, wire, key = open_token(
-            token,
-            self._wires,
-            self._keys,
-            context.get("subject", ""),
-            context.get("tool"),
-            now,
-            self._leeway,
-            self._max_bytes,
-        )
-        state = payload.s if type is None else read_state(payload.s, type)
-        mode = MODE_BY_PREFIX[wire.prefix]
-        return Claims(state, payload.exp, payload.id, payload.iat, mode, key.key.fingerprint), now
-
-    def _opened(self, token: object, type: Any, context: Context, *, raising: bool) -> Claims[Any] | None:
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
+        opened = self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=False)
+        return None if opened is None else opened[0]
+
+    async def aopen(
+        self,
+        token: object,
+        /,
+        *,
+        subject: str = "",
+        tool: str | None = None,
+        now: int | None = None,
+        type: type[T] | None = None,
+    ) -> Claims[T]:
+        """``open`` for asyncio servers: the checks run inline, then an async guard's claim is awaited."""
+        opened = (
+            await self._aopened(token, subject, tool, now, type, raising=True)
+            if self._guard_is_async
+            else self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=True)
+        )
+        return self._claims(opened)
+
+    async def averify(
+        self,
+        token: object,
+        /,
+        *,
+        subject: str = "",
+        tool: str | None = None,
+        now: int | None = None,
+        type: type[T] | None = None,
+    ) -> T:
+        """``verify`` for asyncio servers: the checks run inline, then an async guard's claim is awaited."""
+        opened = (
+            await self._aopened(token, subject, tool, now, type, raising=True)
+            if self._guard_is_async
+            else self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=True)
+        )
+        return opened[0]  # type: ignore[index,no-any-return]
+
+    async def adecode(
+        self,
+        token: object,
+        /,
+        *,
+        subject: str = "",
+        tool: str | None = None,
+        now: int | None = None,
+        type: type[T] | None = None,
+    ) -> T | None:
+        """``decode`` for asyncio servers: awaits an async guard; ``None`` for every refusal."""
+        opened = (
+            await self._aopened(token, subject, tool, now, type, raising=False)
+            if self._guard_is_async
+            else self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=False)
+        )
+        return None if opened is None else opened[0]
+
+    def _opened(
+        self,
+        token: object,
+        subject: object,
+        tool: object,
+        now: object,
+        type: Any,
+        guard: Guard | AsyncGuard | None,
+        counts: Counts | None,
+        *,
+        raising: bool,
+    ) -> _Opened | None:
+        """Every check, then ``guard``'s claim, and the count in ``counts``; ``None`` or raised if refused.
+
+        ``_aopened`` passes no guard and no counts, and awaits the claim itself.
+        """
+        now = now_from(now, self._clock)
         try:
-            claims, now = self._checked(token, type, context)
-            if self._guard is not None:
-                claim(self._guard, claims.claim_id, claims.exp + self._leeway, now)
+            payload, wire, key = open_token(
+                token, self._wires, self._keys, subject, tool, now, self._leeway, self._max_bytes
+            )
+            opened = payload.s if type is None else read_state(payload.s, type), payload, wire, key
+            if guard is not None:
+                claim(guard, claim_id(payload.id, payload.iat), payload.exp + self._leeway, now)
         except InvalidToken as refused:
             self._refused(refused, raising)
             return None
-        return self._accepted(claims)
+        if counts is not None:
+            counts.accepted(self._mode_of[wire], guard is not None)
+        return opened
 
     async def _aopened(
-        self, token: object, type: Any, context: Context, *, raising: bool
-    ) -> Claims[Any] | None:
+        self, token: object, subject: object, tool: object, now: object, type: Any, *, raising: bool
+    ) -> _Opened | None:
+        """``_opened`` with an async guard, whose claim is awaited last."""
+        now = now_from(now, self._clock)  # the claim's time is the checks'
+        opened = self._opened(token, subject, tool, now, type, None, None, raising=raising)
+        if opened is None:
+            return None
+        _, payload, wire, _ = opened
         try:
-            claims, now = self._checked(token, type, context)
-            if self._guard is not None:
-                await aclaim(self._guard, claims.claim_id, claims.exp + self._leeway, now)
+            await aclaim(self._guard, claim_id(payload.id, payload.iat), payload.exp + self._leeway, now)  # type: ignore[arg-type]
         except InvalidToken as refused:
             self._refused(refused, raising)
             return None
-        return self._accepted(claims)
+        if self._counts is not None:
+            self._counts.accepted(self._mode_of[wire], True)
+        return opened
 
     def _refused(self, refused: InvalidToken, raising: bool) -> None:
         # Counted, then raised (open, verify) or answered None (decode): docs/performance.md.
@@ -278,10 +365,10 @@ class Codec:
         if raising:
             raise refused
 
-    def _accepted(self, claims: Claims[Any]) -> Claims[Any]:
-        if self._counts is not None:
-            self._counts.accepted(claims.mode, self._guard is not None)
-        return claims
+    def _claims(self, opened: _Opened | None) -> Claims[Any]:
+        # Only after a raising open: a refusal has raised.
+        state, payload, wire, key = opened  # type: ignore[misc]
+        return Claims(state, payload.exp, payload.id, payload.iat, self._mode_of[wire], key.key.fingerprint)
 
 
 class CallOptions(CodecOptions, Context, total=False):
