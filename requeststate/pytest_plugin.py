@@ -26,14 +26,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypedDict, TypeVar, Unpack
 
 import pytest
 
 if TYPE_CHECKING:
     from requeststate.probe import Report, Target
 
-__all__ = ["INSTALL_HINT", "RequestStateProbe", "requeststate_probe"]
+__all__ = ["INSTALL_HINT", "ProbeKeywords", "RequestStateProbe", "requeststate_probe"]
 
 INSTALL_HINT: Final = "pip install 'requeststate[mcp]'"
 # What the probe imports from the mcp extra: an ImportError naming one of them is the extra missing.
@@ -42,27 +42,38 @@ _SERVER_LOG_LINES: Final = 20
 _T = TypeVar("_T")
 
 
+class ProbeKeywords(TypedDict, total=False):
+    """The keywords the fixture takes, in both of its forms (calling it, or awaiting ``run``)."""
+
+    tool: str | None
+    """The tool, prompt or resource to probe (``ProbeOptions.tool``); ``None``: the first that answers."""
+    arguments: dict[str, Any] | None
+    """Its arguments (``ProbeOptions.arguments``); ``None``: placeholders."""
+    single_use: bool
+    """FAIL, not INFO, when a state can be redeemed twice (``ProbeOptions.single_use``)."""
+    require_confidential: bool
+    """FAIL, not INFO, when the client can read the state (``ProbeOptions.require_confidential``)."""
+    ttl: float | None
+    """The server's state lifetime: the expiry check waits it out (``ProbeOptions.ttl``)."""
+    second: object | None
+    """The same server as another user (any form the server takes), for the other-user check."""
+    wordlists: Sequence[str | Path]
+    """More secrets to guess the MAC key from (``ProbeOptions.wordlists``)."""
+    headers: Mapping[str, str] | None
+    """HTTP headers, for a URL only."""
+    env: Mapping[str, str] | None
+    """Environment variables added to a command's, for a command only."""
+    timeout: float | None
+    """The bound on the probe's own work; ``None``: ``requeststate.probe.DEFAULT_TIMEOUT``."""
+
+
 class RequestStateProbe:
     """The ``requeststate_probe`` fixture's value: call it with a server, get the probe's ``Report``.
 
     Outside pytest, ``RequestStateProbe()`` is the same callable.
     """
 
-    def __call__(
-        self,
-        server: object,
-        *,
-        tool: str | None = None,
-        arguments: dict[str, Any] | None = None,
-        single_use: bool = False,
-        require_confidential: bool = False,
-        ttl: float | None = None,
-        second: object | None = None,
-        wordlists: Sequence[str | Path] = (),
-        headers: Mapping[str, str] | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> Report:
+    def __call__(self, server: object, **keywords: Unpack[ProbeKeywords]) -> Report:
         """Probe ``server`` and return the report; see ``run`` for the arguments.
 
         Synchronous, for a plain test. Called where an event loop already runs (an async
@@ -73,30 +84,14 @@ class RequestStateProbe:
         __tracebackhide__ = True  # pytest shows the user's test and the error, not the plugin's frames
         from requeststate.probe import ProbeError  # the fixture checked that the extra is there
 
-        keywords = _Keywords(
-            tool, arguments, single_use, require_confidential, ttl, second, wordlists, headers, env, timeout
-        )
+        checked = _Keywords(**keywords)
         with _server_log() as log:
             try:
-                return _call_blocking(lambda: self._run(server, keywords, log))
+                return _call_blocking(lambda: self._run(server, checked, log))
             except (ProbeError, TimeoutError) as error:
-                raise _explained(error, log, keywords) from None
+                raise _explained(error, log, checked) from None
 
-    async def run(
-        self,
-        server: object,
-        *,
-        tool: str | None = None,
-        arguments: dict[str, Any] | None = None,
-        single_use: bool = False,
-        require_confidential: bool = False,
-        ttl: float | None = None,
-        second: object | None = None,
-        wordlists: Sequence[str | Path] = (),
-        headers: Mapping[str, str] | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> Report:
+    async def run(self, server: object, **keywords: Unpack[ProbeKeywords]) -> Report:
         """Probe ``server`` on the running event loop (an async test) and return the report.
 
         ``server``: an ``MCPServer``, low-level ``Server`` or ``FastMCP`` object (probed in
@@ -116,14 +111,12 @@ class RequestStateProbe:
         __tracebackhide__ = True
         from requeststate.probe import ProbeError
 
-        keywords = _Keywords(
-            tool, arguments, single_use, require_confidential, ttl, second, wordlists, headers, env, timeout
-        )
+        checked = _Keywords(**keywords)
         with _server_log() as log:
             try:
-                return await self._probe(server, keywords, log)
+                return await self._probe(server, checked, log)
             except (ProbeError, TimeoutError) as error:
-                raise _explained(error, log, keywords) from None
+                raise _explained(error, log, checked) from None
 
     def _run(self, server: object, keywords: _Keywords, log: TextIO) -> Report:
         import anyio
@@ -151,18 +144,18 @@ class RequestStateProbe:
 
 @dataclass(frozen=True)
 class _Keywords:
-    """The fixture's keyword arguments, for both of its forms."""
+    """``ProbeKeywords`` with their defaults: what one probe runs with."""
 
-    tool: str | None
-    arguments: dict[str, Any] | None
-    single_use: bool
-    require_confidential: bool
-    ttl: float | None
-    second: object | None
-    wordlists: Sequence[str | Path]
-    headers: Mapping[str, str] | None
-    env: Mapping[str, str] | None
-    timeout: float | None
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    single_use: bool = False
+    require_confidential: bool = False
+    ttl: float | None = None
+    second: object | None = None
+    wordlists: Sequence[str | Path] = ()
+    headers: Mapping[str, str] | None = None
+    env: Mapping[str, str] | None = None
+    timeout: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.wordlists, str | Path):  # one path would be read as paths of one letter each
