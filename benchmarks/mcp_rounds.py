@@ -15,7 +15,10 @@ as installed: with ``opentelemetry-api`` and no provider set, the API's no-ops.
   the same five bindings in the bind tag;
 - ``protect(bind="mcpd")``: our ``Boundary`` binding only the bare ``sub`` and
   the tool name (mcp.d's binding): the floor the added bindings cost against;
-- ``use_codec()``: the SDK's boundary with ``SDKCodec``.
+- ``use_codec()``: the SDK's boundary with ``SDKCodec``;
+- ``FastMCP's boundary`` and ``protect(FastMCP)``: the boundary in a ``FastMCP``'s chain as
+  FastMCP installs it (the SDK's, with an ephemeral key), and as ``protect()`` leaves it
+  (when fastmcp is installed).
 
 The target: ``protect()`` at most ``PROTECT_TARGET`` (0.45x) of the SDK
 boundary's time per round, in the same run.
@@ -36,7 +39,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp_types import InputRequiredResult
 
 import requeststate as rs
-from requeststate.mcp import Boundary, sdk_security
+from requeststate.mcp import Boundary, protect, sdk_security
 
 from .cases import make_state
 from .timing import measure_interleaved
@@ -97,6 +100,21 @@ def _one_round(boundary: ServerMiddleware[Any], state: str) -> Callable[[], str]
     return round_trip
 
 
+def _fastmcp_boundaries(ring: rs.KeyRing) -> dict[str, ServerMiddleware[Any]]:
+    """The boundary a FastMCP server runs, as shipped and once protected; none without fastmcp."""
+    try:
+        from fastmcp import FastMCP
+    except ImportError:
+        return {}
+    shipped, protected = FastMCP("svc"), FastMCP("svc")
+    protect(protected, ring)
+    # The last entry of the chain FastMCP serves through: its request-state boundary.
+    return {
+        "FastMCP's boundary": shipped._mcp_server.middleware[-1],
+        "protect(FastMCP)": protected._mcp_server.middleware[-1],
+    }
+
+
 def round_cases(secret: bytes) -> dict[str, Callable[[], str]]:
     """Each boundary's round, checked to hand the handler the state."""
     ring = rs.KeyRing(secret)
@@ -106,6 +124,7 @@ def round_cases(secret: bytes) -> dict[str, Callable[[], str]]:
         "protect()": Boundary(ring, audience="svc"),
         'protect(bind="mcpd")': Boundary(ring, bind="mcpd"),
         "use_codec()": RequestStateBoundary(sdk_security(ring), default_audience="svc"),
+        **_fastmcp_boundaries(ring),
     }
     cases = {name: _one_round(boundary, state) for name, boundary in boundaries.items()}
     if any(case() != state for case in cases.values()):
@@ -140,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             verdict = "PASS" if ratio <= PROTECT_TARGET else "FAIL"
             target = f"  ({ratio:.3f}x, target <= {PROTECT_TARGET:.2f}x: {verdict})"
         print(f"{name:>22}  {one.best_us:7.2f} µs/round  {ratio:5.2f}x SDK boundary{target}")
+    if "protect(FastMCP)" in stats:
+        fastmcp = stats["protect(FastMCP)"].best_us / stats["FastMCP's boundary"].best_us
+        print(f"{'':>22}  protect(FastMCP) is {fastmcp:.2f}x FastMCP's own boundary")
     added = stats["protect()"].best_us - stats['protect(bind="mcpd")'].best_us
     print(f'{"added bindings":>22}  {added:7.2f} µs/round  (protect() minus protect(bind="mcpd"))')
     return 0

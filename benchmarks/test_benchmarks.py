@@ -324,14 +324,24 @@ def test_import_time_reads_the_named_top_level_import() -> None:
 
 def test_each_boundary_round_hands_the_handler_the_state() -> None:
     cases = round_cases(os.urandom(32))
-    assert sorted(cases) == sorted(["SDK boundary", "protect()", 'protect(bind="mcpd")', "use_codec()"])
+    assert sorted(cases) == sorted(
+        [
+            "SDK boundary",
+            "protect()",
+            'protect(bind="mcpd")',
+            "use_codec()",
+            "FastMCP's boundary",
+            "protect(FastMCP)",
+        ]
+    )
     assert {case() for case in cases.values()} == {make_state(64)}
 
 
 def test_the_mcp_report_compares_every_boundary_to_the_sdks(capsys: pytest.CaptureFixture[str]) -> None:
     assert mcp_rounds.main(["--rounds", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 8
+    assert lines[6].strip().startswith("protect(FastMCP) is ")
     assert lines[0].strip().startswith("SDK boundary")
     assert lines[0].endswith("1.00x SDK boundary")
     assert lines[-1].strip().startswith("added bindings")
