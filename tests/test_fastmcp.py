@@ -31,11 +31,14 @@ from mcp_types import (
     InputRequiredResult,
     InputResponses,
 )
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import requeststate as rs
 from requeststate.mcp import INVALID_MESSAGE, protect
 from tests.conftest import SECRET
 from tests.support.reference import b64
+from tests.test_metrics import point, points
 
 pytestmark = pytest.mark.anyio
 
@@ -175,6 +178,22 @@ async def test_a_refusal_is_logged_with_method_target_and_reason(caplog: pytest.
         for record in caplog.records
         if record.name == "requeststate.mcp"
     ] == [("requeststate.mcp", "requestState refused: method=tools/call target='book'", "bad_signature")]
+
+
+async def test_each_token_is_counted_with_its_method() -> None:
+    reader = InMemoryMetricReader()
+    mcp, _ = booking()
+    protect(mcp, rs.Codec(SECRET), metrics=MeterProvider(metric_readers=[reader]).get_meter("requeststate"))
+    async with Client(mcp) as client:
+        token = await first_round(client)
+        await retry(client, tampered(token))
+        await retry(client, token)
+    minted, accepted = (
+        point("tokens.minted", mode="encrypted", method="tools/call"),
+        point("tokens.accepted", mode="encrypted", method="tools/call"),
+    )
+    refused = point("tokens.refused", mode="encrypted", reason="bad_signature", method="tools/call")
+    assert points(reader) == {minted: 1, accepted: 1, refused: 1}
 
 
 # --- what cannot be protected ---------------------------------------------------------------------
