@@ -13,7 +13,7 @@ from ._token_id import claim_id
 __all__ = ["Claims"]
 
 
-class Claims(msgspec.Struct, Generic[T], frozen=True, gc=False):
+class Claims(msgspec.Struct, Generic[T], frozen=True):
     """A token that passed every check of ``Codec.verify``: its state, and the claims around it.
 
     ``Codec.open`` returns it (``aopen`` under asyncio). Immutable. Its repr leaves
