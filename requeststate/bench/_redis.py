@@ -103,7 +103,10 @@ def _delete(guard: RedisGuard, namespace: str, keys: set[str], *, warn: bool) ->
     import redis.exceptions
 
     try:
-        guard.client.delete(*keys)
+        # One DEL a key, sent as a plain command: the cluster client's delete() goes through its
+        # pipeline(), which warns on redis-py 6.0 (its own deprecated argument).
+        for key in keys:
+            guard.client.execute_command("DEL", key)  # type: ignore[no-untyped-call]  # untyped in redis-py
     except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as error:
         if warn:
             print(
