@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.hmac import HMAC
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ._base64 import b64encode
-from ._bind import bind_input
+from ._bind_input import bind_input
 from ._bounds import check_int
 from ._env import ENV_KEYS
 from ._errors import KeyBudgetExhausted

@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # (OpenTelemetry's counters) or _xchacha.py (a wrapper of libsodium's calls).
 CORE_MODULES = (
     "_base64.py",
-    "_bind.py",
+    "_bind_input.py",
+    "_bounds.py",
+    "_claims.py",
     "_codec.py",
     "_encrypted.py",
     "_envelope.py",
@@ -41,6 +43,7 @@ CORE_MODULES = (
     "_modes.py",
     "_options.py",
     "_payload.py",
+    "_peek.py",
     "_secrets.py",
     "_signed.py",
 )
@@ -48,7 +51,8 @@ CORE_MODULES = (
 # servers; the subprocesses of test_metrics.py call nothing mutmut maps to a mutant.
 CORE_TESTS = (
     "test_base64.py",
-    "test_bind.py",
+    "test_bind_input.py",
+    "test_claims.py",
     "test_codec.py",
     "test_encrypted.py",
     "test_envelope.py",
@@ -60,6 +64,7 @@ CORE_TESTS = (
     "test_modes.py",
     "test_options.py",
     "test_payload.py",
+    "test_peek.py",
     "test_public_api.py",
     "test_secrets.py",
     "test_signed.py",

@@ -751,3 +751,31 @@ def test_bytes_are_refused_as_a_state_saying_what_to_pass(ring: rs.KeyRing, stat
     # and the genuine token was then refused as wrong_type by a typed decode.
     with pytest.raises(TypeError, match=r"^state must be a str or a value msgspec encodes, not bytes: pass"):
         mint(ring, rs.Mode.ENCRYPTED, state)
+
+
+# --- replace and options --------------------------------------------------------------------------
+
+
+def test_replace_changes_the_options_named_and_keeps_the_rest() -> None:
+    guard = rs.MemoryGuard()
+    codec = rs.Codec(SECRET, mode="signed", ttl=60, guard=guard, metrics=None)
+    changed = codec.replace(ttl=120)
+    assert (changed.keys, changed.modes, changed.ttl, changed.guard) == (
+        codec.keys,
+        (rs.Mode.SIGNED,),
+        120,
+        guard,
+    )
+    assert codec.ttl == 60
+
+
+def test_options_build_the_same_codec_again() -> None:
+    codec = rs.Codec(SECRET, mode=("signed", "encrypted"), ttl=90, leeway=5, metrics=None)
+    again = rs.Codec(SECRET, **codec.options)
+    token = codec.encode("s", now=NOW)
+    assert (again.options, again.verify(token, now=NOW + 94)) == (codec.options, "s")
+
+
+def test_replace_checks_the_options_again() -> None:
+    with pytest.raises(TypeError, match=r"^unexpected option\(s\) tll; the options are "):
+        rs.Codec(SECRET, metrics=None).replace(tll=60)  # type: ignore[call-arg]

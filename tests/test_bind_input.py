@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from requeststate._bind import bind_input
+from requeststate._bind_input import bind_input
 
 
 @pytest.mark.parametrize(
