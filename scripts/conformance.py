@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from scripts import node_tools
+from scripts.redis_servers import free_loopback_port
 
 ROOT: Final = node_tools.ROOT
 OUT: Final = node_tools.BUILD / "conformance"
@@ -73,17 +74,10 @@ class Run:
         return {check for check, status in self.checks if status == "SUCCESS"} - self.failed
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 @contextmanager
 def serving(server: str, config: str, log: Path) -> Iterator[str]:
     """A conformance server in ``config``, in a process of its own; yields its URL."""
-    port = _free_port()
+    port = free_loopback_port()
     with log.open("wb") as sink:
         process = subprocess.Popen(  # noqa: S603 (our own server)
             [sys.executable, "-m", "tests.conformance.serve", server, config, str(port)],

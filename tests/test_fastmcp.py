@@ -20,13 +20,11 @@ import anyio
 import fastmcp
 import pytest
 import uvicorn
-from fastmcp import Client, Context, FastMCP
+from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
-    ElicitRequest,
-    ElicitRequestFormParams,
     ElicitResult,
     InputRequiredResult,
     InputResponses,
@@ -37,30 +35,15 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 import requeststate as rs
 from requeststate.mcp import INVALID_MESSAGE, protect
 from tests.conftest import SECRET
+from tests.support.fastmcp_booking import booking
+from tests.support.processes import free_port
 from tests.support.reference import b64
 from tests.test_metrics import point, points
 
 pytestmark = pytest.mark.anyio
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "fastmcp_server.py"
-DATE = {"type": "object", "properties": {"date": {"type": "string"}}, "required": ["date"]}
 ANSWER: InputResponses = {"date": ElicitResult(action="accept", content={"date": "2026-12-01"})}
-
-
-def booking(name: str = "booking", **server: Any) -> tuple[FastMCP[Any], list[str | None]]:
-    """A FastMCP server with one two-round tool, and the states its handler was handed."""
-    mcp: FastMCP[Any] = FastMCP(name, **server)
-    seen: list[str | None] = []
-
-    @mcp.tool
-    async def book(restaurant: str, ctx: Context) -> str | InputRequiredResult:
-        seen.append(ctx.request_state)
-        if ctx.request_state is None:
-            ask = ElicitRequest(params=ElicitRequestFormParams(message="Which date?", requested_schema=DATE))
-            return InputRequiredResult(input_requests={"date": ask}, request_state=f"for:{restaurant}")
-        return f"booked {restaurant} ({ctx.request_state})"
-
-    return mcp, seen
 
 
 async def first_round(client: Client[Any], restaurant: str = "Ada") -> str:
@@ -251,15 +234,6 @@ async def test_the_example_server_completes_a_round_over_stdio_and_refuses_a_tam
 
 
 # --- streamable HTTP, two users -------------------------------------------------------------------
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @asynccontextmanager
