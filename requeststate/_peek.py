@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 import msgspec
 
 from ._errors import InvalidToken, Reason
 from ._modes import MODE_BY_PREFIX, Mode, wire_for, wire_of
 
 __all__ = ["Peek", "peek"]
+
+# Every mode's wire format: a token names its own, as no server chose one here.
+_EVERY_WIRE: Final = tuple(map(wire_of, Mode))
 
 
 class Peek(msgspec.Struct, frozen=True, gc=False):
@@ -37,5 +42,5 @@ def peek(token: object) -> Peek:
     """
     if not isinstance(token, str):
         raise InvalidToken(Reason.MALFORMED)
-    wire = wire_for(token, tuple(map(wire_of, Mode)))
+    wire = wire_for(token, _EVERY_WIRE)
     return Peek(MODE_BY_PREFIX[wire.prefix], wire.peek(token))
