@@ -512,67 +512,6 @@ def test_protect_twice_is_refused() -> None:
         protect(server, KEYS)
 
 
-@pytest.mark.parametrize(
-    ("options", "error", "message"),
-    [
-        (
-            {"on_invalid": "ignore"},
-            ValueError,
-            "on_invalid must be one of ('error', 'reelicit'), got 'ignore'",
-        ),
-        (
-            {"bind": "everything"},
-            ValueError,
-            "bind must be one of ('request', 'target', 'mcpd'), got 'everything'",
-        ),
-        (
-            {"bind": "subject_and_tool"},
-            ValueError,
-            "bind must be one of ('request', 'target', 'mcpd'), got 'subject_and_tool'",
-        ),
-        (
-            {"mode": "rot13"},
-            ValueError,
-            "mode must be a Mode or one of 'signed', 'encrypted', 'xchacha', got 'rot13'",
-        ),
-        ({"mode": ()}, ValueError, "mode must name at least one Mode"),
-        ({"ttl": 0}, ValueError, "ttl must be an int from 1 to 86400, got 0"),
-        ({"ttl": True}, TypeError, "ttl must be an int, not bool"),
-        ({"leeway": -1}, ValueError, "leeway must be an int from 0 to 86400, got -1"),
-        ({"max_token_bytes": 0}, ValueError, "max_token_bytes must be an int from 1 to 2**63-1, got 0"),
-        ({"subject": "alice"}, TypeError, "subject must be a callable taking the request context, or None"),
-        ({"audience": 7}, TypeError, "audience must be a str or None, not int"),
-        (
-            {"bind": "mcpd", "audience": "svc"},
-            ValueError,
-            "bind='mcpd' binds no audience (mcp.d does not): leave audience unset",
-        ),
-        (
-            {"guard": rs.MemoryGuard},
-            TypeError,
-            "guard must be an instance, such as MemoryGuard(), not the class itself",
-        ),
-        (
-            {"guard": object()},
-            TypeError,
-            "guard must have a claim(token_id, expires_at, now) method; a object has none",
-        ),
-        (
-            {"gaurd": rs.MemoryGuard()},
-            TypeError,
-            "unexpected option(s) gaurd; the options are clock, guard, leeway, max_token_bytes, metrics, "
-            "mode, ttl",
-        ),
-        ({"clock": 5}, TypeError, "clock must be a callable returning unix seconds, not int"),
-    ],
-)
-def test_protect_refuses_bad_configuration(
-    options: dict[str, Any], error: type[Exception], message: str
-) -> None:
-    with pytest.raises(error, match=f"^{re.escape(message)}$"):
-        protect(MCPServer("svc"), KEYS, **options)
-
-
 def test_protect_refuses_a_str_key() -> None:
     with pytest.raises(TypeError, match="keys must be a KeyRing or bytes"):
         protect(MCPServer("svc"), "not-bytes-not-a-ring")  # type: ignore[arg-type]

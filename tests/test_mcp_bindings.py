@@ -611,6 +611,43 @@ BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
         "bindings bind the client too, and a subject= source decides for itself",
     ),
     ({"allow_missing_sub": "yes"}, TypeError, "allow_missing_sub must be a bool, not str"),
+    (
+        {"on_invalid": "ignore"},
+        ValueError,
+        "on_invalid must be one of ('error', 'reelicit'), got 'ignore'",
+    ),
+    (
+        {"bind": "everything"},
+        ValueError,
+        "bind must be one of ('request', 'target', 'mcpd'), got 'everything'",
+    ),
+    (
+        {"bind": "subject_and_tool"},
+        ValueError,
+        "bind must be one of ('request', 'target', 'mcpd'), got 'subject_and_tool'",
+    ),
+    (
+        {"mode": "rot13"},
+        ValueError,
+        "mode must be a Mode or one of 'signed', 'encrypted', 'xchacha', got 'rot13'",
+    ),
+    ({"mode": ()}, ValueError, "mode must name at least one Mode"),
+    ({"ttl": True}, TypeError, "ttl must be an int, not bool"),
+    ({"leeway": -1}, ValueError, "leeway must be an int from 0 to 86400, got -1"),
+    ({"subject": "alice"}, TypeError, "subject must be a callable taking the request context, or None"),
+    ({"audience": 7}, TypeError, "audience must be a str or None, not int"),
+    (
+        {"bind": "mcpd", "audience": "svc"},
+        ValueError,
+        "bind='mcpd' binds no audience (mcp.d does not): leave audience unset",
+    ),
+    (
+        {"gaurd": rs.MemoryGuard()},
+        TypeError,
+        "unexpected option(s) gaurd; the options are clock, guard, leeway, max_token_bytes, metrics, "
+        "mode, ttl",
+    ),
+    ({"clock": 5}, TypeError, "clock must be a callable returning unix seconds, not int"),
 ]
 
 

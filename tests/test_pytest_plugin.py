@@ -208,18 +208,9 @@ def test_a_protected_low_level_server_passes(pytester: pytest.Pytester) -> None:
 
 
 FASTMCP_APP = """
-from fastmcp import Context, FastMCP
-from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+from tests.support.fastmcp_booking import booking
 
-app = FastMCP("booking")
-DATE = {"type": "object", "properties": {"date": {"type": "string"}}, "required": ["date"]}
-
-@app.tool
-async def book(restaurant: str, ctx: Context) -> str | InputRequiredResult:
-    if ctx.request_state is None:
-        ask = ElicitRequest(params=ElicitRequestFormParams(message="Which date?", requested_schema=DATE))
-        return InputRequiredResult(input_requests={"date": ask}, request_state=f"for:{restaurant}")
-    return f"booked {restaurant} ({ctx.request_state})"
+app, _ = booking()
 """
 
 
