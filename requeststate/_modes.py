@@ -19,7 +19,6 @@ __all__ = [
     "ModeSpec",
     "Modes",
     "WireMode",
-    "mode_of",
     "modes_from_env",
     "wire_for",
     "wire_modes",
@@ -42,6 +41,12 @@ class Mode(enum.StrEnum):
     def prefix(self) -> str:
         """What every token of this mode starts with: ``v1.``, ``v1e.`` or ``v1x.``."""
         return _WIRE[self].prefix
+
+    @classmethod
+    def of(cls, token: str) -> Mode | None:
+        """The mode a token's prefix names, or ``None``: a label to show or count, never a check."""
+        # The prefixes are prefix-free and each ends at its first dot.
+        return MODE_BY_PREFIX.get(token[: token.find(".") + 1])
 
 
 ModeName: TypeAlias = Literal["signed", "encrypted", "xchacha"]
@@ -72,12 +77,6 @@ MODE_BY_PREFIX: Final = {wire.prefix: Mode(mode) for mode, wire in _WIRE.items()
 
 _VERSIONS: Final = frozenset(prefix[:-1] for prefix in MODE_BY_PREFIX)
 _VERSION_MAX_CHARS: Final = max(map(len, _VERSIONS)) + 1
-
-
-def mode_of(token: str) -> Mode | None:
-    """The mode a token's prefix names, or ``None``: a label to show or count, never a check."""
-    # The prefixes are prefix-free and each ends at its first dot.
-    return MODE_BY_PREFIX.get(token[: token.find(".") + 1])
 
 
 def _wire_mode(mode: object) -> tuple[Mode, WireMode]:

@@ -6,7 +6,7 @@ import pytest
 
 import requeststate as rs
 from requeststate._encrypted import ENCRYPTED, XCHACHA
-from requeststate._modes import WireMode, mode_of, wire_for, wire_modes
+from requeststate._modes import WireMode, wire_for, wire_modes
 from requeststate._signed import SIGNED
 
 EVERY_WIRE: tuple[WireMode, ...] = (SIGNED, ENCRYPTED, XCHACHA)
@@ -25,8 +25,8 @@ EVERY_WIRE: tuple[WireMode, ...] = (SIGNED, ENCRYPTED, XCHACHA)
         ("AAAA", None),
     ],
 )
-def test_mode_of_names_the_mode_a_prefix_names(token: str, mode: rs.Mode | None) -> None:
-    assert mode_of(token) is mode
+def test_mode_of_a_token_is_the_mode_its_prefix_names(token: str, mode: rs.Mode | None) -> None:
+    assert rs.Mode.of(token) is mode
 
 
 @pytest.mark.parametrize(

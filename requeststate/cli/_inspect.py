@@ -160,7 +160,7 @@ def _examine(token: str, key_env: str | None, keys: rs.KeyRing | None, options: 
 
     Raises ``ValueError`` for an ``options.leeway`` out of range.
     """
-    mode = next((mode for mode in rs.Mode if token.startswith(mode.prefix)), None)
+    mode = rs.Mode.of(token)
     if mode is None:
         unreadable = "not a requeststate token: no v1., v1e. or v1x. prefix"
         return Inspection(len(token), unreadable=unreadable, reason=rs.Reason.MALFORMED)

@@ -25,7 +25,6 @@ INVALID_MESSAGE: Final = "Invalid or expired requestState"
 _INVALID_DATA: Final = {"reason": "invalid_request_state"}
 _ROUND_FIELDS: Final = ("requestState", "inputResponses")
 _LOGGED_TARGET_CHARS: Final = 200
-_MODE_BY_PREFIX: Final = {mode.prefix: mode for mode in rs.Mode}
 
 
 def _runnable(params: Mapping[str, Any]) -> bool:
@@ -194,8 +193,8 @@ class Boundary:
             self._refuse(ctx, refused.reason.value, refused.reason, counts)
             return None, identity
         if counts is not None:
-            # Accepted, so one of our prefixes, which end at the first dot (a Claims costs more).
-            counts.accepted(_MODE_BY_PREFIX[token[: token.find(".") + 1]], self._claims)
+            # Accepted, so its prefix names one of our modes (a Claims would cost more).
+            counts.accepted(rs.Mode.of(token), self._claims)  # type: ignore[arg-type]
         return state, identity
 
     def _refuse(
