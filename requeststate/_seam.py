@@ -10,8 +10,10 @@ module (tests/test_imports.py checks the import graph). Each name is private for
 - ``check_int`` and ``refuse_unknown``: the checks of every integer option and of option
   names, so that a Redis guard's options fail in the very words of a codec's ("ttl must be
   an int from 1 to 86400, got 0", "unexpected option(s) tll; the options are ...").
-- ``check_claim_window``: the ``Guard`` contract's refusal of a claim whose window is
-  over, in one wording for ``MemoryGuard`` and the Redis guards.
+- ``Ledger`` (with its ``Claim``, ``Answer`` and ``Status``): the rules that make single
+  use hold on a store that can forget (dating its memory, the ``iat`` rule, pruning, the
+  terms a namespace's verifiers share), in one place for ``MemoryGuard``, the Redis guards
+  and the SQLite guards: each store only runs them atomically.
 - ``COMMON_SECRETS``: the package's data file of well-known secrets, which ``KeyRing``
   refuses and the probe guesses: one list for both.
 """
@@ -19,9 +21,19 @@ module (tests/test_imports.py checks the import graph). Each name is private for
 from __future__ import annotations
 
 from ._bounds import check_int
-from ._guard import check_claim_window
+from ._ledger import Answer, Claim, Ledger, Status, member_of
 from ._metrics import Counts
 from ._options import refuse_unknown
 from ._secrets import COMMON_SECRETS
 
-__all__ = ["COMMON_SECRETS", "Counts", "check_claim_window", "check_int", "refuse_unknown"]
+__all__ = [
+    "COMMON_SECRETS",
+    "Answer",
+    "Claim",
+    "Counts",
+    "Ledger",
+    "Status",
+    "check_int",
+    "member_of",
+    "refuse_unknown",
+]
