@@ -93,14 +93,20 @@ def member_of(token_id: str) -> str:
 class Ledger:
     """A guard's rules around its store: thread-safe, and shared by the Redis and SQLite guards.
 
-    ``clock_skew`` is checked here; ``log`` names the logger of the store's integration,
-    which says once what it meets (a loss, terms that differ, clocks apart).
+    ``namespace`` (the verifiers that share claims: one per application sharing a
+    store) and ``clock_skew`` are checked here; ``log`` names the logger of the store's
+    integration, which says once what it meets (a loss, terms that differ, clocks apart).
     """
 
-    __slots__ = ("_leeway", "_lock", "_log", "_warned", "clock_skew", "describe")
+    __slots__ = ("_leeway", "_lock", "_log", "_warned", "clock_skew", "describe", "namespace")
 
-    def __init__(self, clock_skew: int, *, log: str, describe: str) -> None:
+    def __init__(self, namespace: str, clock_skew: int, *, log: str, describe: str) -> None:
         """``describe`` names the store in what is logged and raised ("Redis", "the SQLite file")."""
+        if not isinstance(namespace, str):
+            raise TypeError(f"namespace must be a str, not {type(namespace).__name__}")
+        if not namespace:
+            raise ValueError("namespace must not be empty")
+        self.namespace: Final = namespace
         self.clock_skew: Final = check_int("clock_skew", clock_skew, 0, MAX_TTL)
         self.describe: Final = describe
         self._log: Final = log

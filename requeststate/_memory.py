@@ -86,7 +86,7 @@ class MemoryGuard:
         for name, given in (("clock", clock), ("monotonic", monotonic)):
             if not callable(given):
                 raise TypeError(f"{name} must be a callable returning seconds")
-        self._ledger: Final = Ledger(clock_skew, log="requeststate", describe="MemoryGuard")
+        self._ledger: Final = Ledger("memory", clock_skew, log="requeststate", describe="MemoryGuard")
         self._since: Final = int(clock())
         self._capacity: Final = capacity
         self._monotonic: Final = monotonic

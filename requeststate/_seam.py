@@ -7,9 +7,10 @@ module (tests/test_imports.py checks the import graph). Each name is private for
 - ``Counts``: the counters of docs/metrics.md, for an integration that counts with
   attributes of its own (``requeststate.mcp`` adds each request's method). A user's codec
   counts by itself; the instruments' names and attributes are the documented surface.
-- ``check_int`` and ``refuse_unknown``: the checks of every integer option and of option
-  names, so that a Redis guard's options fail in the very words of a codec's ("ttl must be
-  an int from 1 to 86400, got 0", "unexpected option(s) tll; the options are ...").
+- ``check_int``, ``check_seconds`` and ``refuse_unknown``: the checks of every integer
+  option, of every timeout, and of option names, so that a guard's options fail in the
+  very words of a codec's ("ttl must be an int from 1 to 86400, got 0", "unexpected
+  option(s) tll; the options are ...").
 - ``Ledger`` (with its ``Claim``, ``Answer`` and ``Status``): the rules that make single
   use hold on a store that can forget (dating its memory, the ``iat`` rule, pruning, the
   terms a namespace's verifiers share), in one place for ``MemoryGuard``, the Redis guards
@@ -20,7 +21,7 @@ module (tests/test_imports.py checks the import graph). Each name is private for
 
 from __future__ import annotations
 
-from ._bounds import check_int
+from ._bounds import check_int, check_seconds
 from ._ledger import Answer, Claim, Ledger, Status, member_of
 from ._metrics import Counts
 from ._options import refuse_unknown
@@ -34,6 +35,7 @@ __all__ = [
     "Ledger",
     "Status",
     "check_int",
+    "check_seconds",
     "member_of",
     "refuse_unknown",
 ]

@@ -10,7 +10,7 @@ from requeststate._seam import Answer, Claim, Ledger
 
 from ._buckets import bucket_key, bucket_of
 from ._script import arguments, read
-from ._settings import DEFAULT_TIMEOUT, GuardOptions, check_settings, client_options
+from ._settings import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, GuardOptions, buckets_for, client_options
 
 __all__ = ["GuardBase"]
 
@@ -21,17 +21,15 @@ ClientT = TypeVar("ClientT")
 class GuardBase(ABC, Generic[ClientT]):
     """A replay guard on a Redis client but for its I/O: the client, its settings, and the shared rules."""
 
-    __slots__ = ("_client", "_db", "_ledger", "bucket_keys", "settings")
+    __slots__ = ("_buckets", "_client", "_db", "_ledger", "bucket_keys")
 
     def __init__(self, client: ClientT, **options: Unpack[GuardOptions]) -> None:
         cluster = self._check_client(client)
-        settings = check_settings(options, cluster=cluster)
-        self.settings: Final = settings
-        self._ledger: Final = Ledger(
-            options.get("clock_skew", DEFAULT_CLOCK_SKEW), log="requeststate.redis", describe="Redis"
-        )
+        buckets = buckets_for(options, cluster=cluster)
+        self._ledger: Final = _ledger(options)
+        self._buckets: Final = buckets
         self.bucket_keys: Final = tuple(
-            bucket_key(settings.namespace, bucket, settings.buckets) for bucket in range(settings.buckets)
+            bucket_key(self._ledger.namespace, bucket, buckets) for bucket in range(buckets)
         )
         # The database the marker names: a SWAPDB moves a set to another one. A cluster has db 0 only.
         self._db: Final = 0 if cluster else int(client.connection_pool.connection_kwargs.get("db", 0))  # type: ignore[attr-defined]
@@ -57,8 +55,8 @@ class GuardBase(ABC, Generic[ClientT]):
         # The options are checked before a client exists (a sync cluster client connects at once,
         # and one built for a refused guard would be left open), and the guard checks them again,
         # as it does whoever built its client.
-        check_settings(options, cluster=cluster)
-        Ledger(options.get("clock_skew", DEFAULT_CLOCK_SKEW), log="requeststate.redis", describe="Redis")
+        buckets_for(options, cluster=cluster)
+        _ledger(options)
         client = cls._connect(url, cluster=cluster, timeouts=client_options(timeout))
         return cls(client, **options)
 
@@ -82,7 +80,7 @@ class GuardBase(ABC, Generic[ClientT]):
 
     def __repr__(self) -> str:
         """The guard's class and the options that differ from a plain guard's, never a password."""
-        shown = [f"namespace={self.settings.namespace!r}"]
+        shown = [f"namespace={self._ledger.namespace!r}"]
         if self._ledger.clock_skew != DEFAULT_CLOCK_SKEW:
             shown.append(f"clock_skew={self._ledger.clock_skew}")
         return f"{type(self).__name__}({', '.join(shown)})"
@@ -90,7 +88,7 @@ class GuardBase(ABC, Generic[ClientT]):
     def _prepare(self, token_id: str, expires_at: int, now: int) -> tuple[Claim, str, tuple[int | str, ...]]:
         """The claim of ``token_id``, the set it goes to, and the script's arguments."""
         claim = self._ledger.prepare(token_id, expires_at, now)
-        return claim, self.bucket_keys[bucket_of(claim.member, self.settings.buckets)], self._args(claim)
+        return claim, self.bucket_keys[bucket_of(claim.member, self._buckets)], self._args(claim)
 
     def _marker_args(self, now: int) -> tuple[int | str, ...]:
         """The script's arguments that only write a marker, where one is missing or another memory's."""
@@ -109,7 +107,7 @@ class GuardBase(ABC, Generic[ClientT]):
         restarted, a new cluster): marked now, each accepts the tokens minted from now
         on. A bucket left unmarked is marked by its next claim all the same.
         """
-        return answer.began_here and self.settings.buckets > 1
+        return answer.began_here and self._buckets > 1
 
     def _first_accepted(self, replies: list[object]) -> int:
         """``begin``'s result from the markers' replies (an error in one's place raises it)."""
@@ -129,3 +127,13 @@ class GuardBase(ABC, Generic[ClientT]):
     @abstractmethod
     def _connect(cls, url: str, *, cluster: bool, timeouts: dict[str, Any]) -> ClientT:
         """A new client for ``url`` (a cluster client if ``cluster``), with ``timeouts`` and no retries."""
+
+
+def _ledger(options: GuardOptions) -> Ledger:
+    """The shared rules, on the guard's namespace and ``clock_skew`` (which they check)."""
+    return Ledger(
+        options.get("namespace", DEFAULT_NAMESPACE),
+        options.get("clock_skew", DEFAULT_CLOCK_SKEW),
+        log="requeststate.redis",
+        describe="Redis",
+    )

@@ -1,12 +1,11 @@
-"""A Redis guard's options, declared once (``GuardOptions``) and checked once (``check_settings``) at
-construction, and the client options ``from_url`` sets."""
+"""A Redis guard's options, declared once (``GuardOptions``) and checked once at construction
+(``buckets_for`` and the ``Ledger``), and the client options ``from_url`` sets."""
 
 from __future__ import annotations
 
-import math
-from typing import Final, NamedTuple, TypedDict
+from typing import Final, TypedDict
 
-from requeststate._seam import refuse_unknown
+from requeststate._seam import check_seconds, refuse_unknown
 
 from ._buckets import CLUSTER_BUCKETS
 
@@ -14,8 +13,7 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_TIMEOUT",
     "GuardOptions",
-    "GuardSettings",
-    "check_settings",
+    "buckets_for",
     "client_options",
 ]
 
@@ -44,40 +42,29 @@ class GuardOptions(TypedDict, total=False):
 _OPTION_NAMES: Final = frozenset(GuardOptions.__optional_keys__)
 
 
-class GuardSettings(NamedTuple):
-    """``GuardOptions`` checked, with every default filled in (``clock_skew`` is the ledger's)."""
+def buckets_for(options: GuardOptions, *, cluster: bool) -> int:
+    """How many sorted sets hold the claims (``CLUSTER_BUCKETS`` on a cluster, else 1), the names checked.
 
-    namespace: str
-    buckets: int
-    """How many sorted sets hold the claims: ``CLUSTER_BUCKETS`` on a Redis Cluster, else 1."""
-
-
-def check_settings(options: GuardOptions, *, cluster: bool) -> GuardSettings:
-    """The option names and the namespace checked; ``clock_skew`` is the ``Ledger``'s to check.
+    The ``Ledger`` checks the namespace and ``clock_skew``; a cluster's namespace must also
+    have no hash tag.
 
     Raises:
-        TypeError: an unknown name (``**options`` would otherwise swallow a typo), or a wrong type.
-        ValueError: a value out of range.
+        TypeError: an unknown name (``**options`` would otherwise swallow a typo).
+        ValueError: a namespace with a ``{`` on a cluster.
     """
     refuse_unknown(options, _OPTION_NAMES)
     namespace = options.get("namespace", DEFAULT_NAMESPACE)
-    if not isinstance(namespace, str):
-        raise TypeError(f"namespace must be a str, not {type(namespace).__name__}")
-    if not namespace:
-        raise ValueError("namespace must not be empty")
-    if cluster and "{" in namespace:
+    if not cluster:
+        return 1
+    if isinstance(namespace, str) and "{" in namespace:
         raise ValueError(
             f"namespace {namespace!r} must not contain '{{' with a Redis Cluster: a hash tag in it would "
             "put every bucket of claims in one slot; choose a namespace without braces"
         )
-    return GuardSettings(namespace=namespace, buckets=CLUSTER_BUCKETS if cluster else 1)
+    return CLUSTER_BUCKETS
 
 
 def client_options(timeout: float) -> dict[str, float]:
     """The timeouts of ``from_url``'s client: ``timeout`` to connect and to read an answer."""
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
-        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout}")
-    seconds = float(timeout)
+    seconds = check_seconds("timeout", timeout)
     return {"socket_timeout": seconds, "socket_connect_timeout": seconds}
