@@ -527,7 +527,7 @@ def test_a_guard_url_gives_a_sync_or_asyncio_guard_on_its_namespace(server: Serv
     sync_guard = guard_from_url(f"{server.url}?namespace=bench-test")
     async_guard = guard_from_url(f"{server.url}?namespace=bench-test", asyncio=True)
     assert (type(sync_guard).__name__, type(async_guard).__name__) == ("RedisGuard", "AsyncRedisGuard")
-    assert repr(sync_guard).startswith("RedisGuard(namespace='bench-test', ")
+    assert repr(sync_guard) == "RedisGuard(namespace='bench-test')"
     assert type(guard_from_url(MEMORY_URL, asyncio=True)) is rs.MemoryGuard
 
 
@@ -565,16 +565,6 @@ def test_a_wrong_redis_password_exits_2_without_printing_it(
     assert (code, out) == (2, "")
     assert error.startswith(f"error: --guard {own_server.url}: ")
     assert "hunter2" not in error
-
-
-def test_a_redis_that_may_evict_claims_exits_2_saying_so(
-    own_server: Server, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Catches: a guard measured on a Redis that a server could not use.
-    own_server.execute("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
-    code, out = bench_run("--guard", own_server.url)
-    assert (code, out) == (2, "")
-    assert "evict" in capsys.readouterr().err
 
 
 def test_a_redis_lost_before_its_keys_are_deleted_is_named_on_stderr(
