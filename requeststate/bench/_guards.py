@@ -127,7 +127,7 @@ async def bench_guard(url: str, *, asyncio: bool) -> AsyncIterator[BenchGuard]:
 
     Raises:
         ConfigError: the URL cannot be used, the extra is missing, or the store
-            did not answer (or may evict claims).
+            did not answer.
     """
     shown = shown_url(url)
     namespace = f"{NAMESPACE_PREFIX}{os.urandom(8).hex()}"

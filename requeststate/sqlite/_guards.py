@@ -17,7 +17,7 @@ __all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "AsyncSQLiteGuard", "SQLiteGu
 
 DEFAULT_NAMESPACE: Final = "requeststate"
 """The namespace of a guard's claims in the file, unless ``namespace=`` says otherwise."""
-DEFAULT_TIMEOUT: Final = 2.0
+DEFAULT_TIMEOUT: Final = 5.0
 """Seconds a claim waits for the file's lock before the guard gives up (``GuardUnavailable``)."""
 
 
