@@ -19,6 +19,7 @@ import pytest
 
 import requeststate as rs
 from requeststate.sqlite import AsyncSQLiteGuard, SQLiteGuard
+from requeststate.sqlite import _file as sqlite_file
 
 NOW = 2_000_000_000
 EXPIRES = NOW + 300
@@ -91,6 +92,15 @@ def test_an_undated_id_is_refused(tmp_path: Path) -> None:
         "unavailable: the token id does not tell when it was minted (no iat): it cannot be shown to "
         "postdate the store's memory"
     )
+
+
+def test_a_host_that_booted_again_is_a_loss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A crash of the host may undo the last commits (synchronous=NORMAL): a claim of a token
+    # minted before the new boot, which the file does not hold, is refused all the same.
+    path = tmp_path / "claims.db"
+    assert guard_on(path).claim(dated(), EXPIRES, NOW) is True
+    monkeypatch.setattr(sqlite_file, "host_boot", lambda: "another-boot")
+    assert re.match(LOST, str(outcome(SQLiteGuard(path, clock=lambda: 0), dated(), now=NOW + 1)))
 
 
 def test_a_verifier_with_another_clock_skew_is_refused_naming_both(tmp_path: Path) -> None:
