@@ -149,6 +149,24 @@ async def test_over_http_a_token_redeemed_on_one_worker_is_refused_on_the_other(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+async def test_two_uvicorn_workers_complete_the_first_flow_and_refuse_every_replay(
+    kind: str, store_url: str
+) -> None:
+    # docs/deployment.md's command. Which worker takes a request is the kernel's choice: every
+    # replay is refused, whichever takes it.
+    port = free_port()
+    argv = [sys.executable, "-m", "uvicorn", f"{SERVERS[kind]}:app", "--workers", "2", "--port", str(port)]
+    with serving(argv, port, environment(store_url), ROOT) as url:
+
+        async def run() -> list[object]:
+            async with over_http(url) as client:
+                token = await first_round(client)
+                return [await redeem(client, token) for _ in range(6)]
+
+        assert await bounded(run) == [BOOKED, *[(INVALID_PARAMS, INVALID_MESSAGE)] * 5]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_over_stdio_a_token_redeemed_on_one_process_is_refused_on_the_other(
     kind: str, store_url: str
 ) -> None:
