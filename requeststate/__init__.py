@@ -24,9 +24,11 @@ from ._claims import Claims
 from ._codec import CallOptions, Codec, decode, encode, verify
 from ._env import ENV_GUARD, ENV_KEYS, ENV_MODE, ENV_TTL
 from ._errors import InvalidToken, KeyBudgetExhausted, Reason
-from ._guard import AsyncGuard, Guard, GuardUnavailable, MemoryGuard
+from ._guard import AsyncGuard, Guard, GuardUnavailable
 from ._guard_url import guard_from_url
 from ._keys import KeyRing, Keys
+from ._ledger import DEFAULT_CLOCK_SKEW
+from ._memory import MemoryGuard
 from ._modes import Mode, ModeName, Modes, ModeSpec
 from ._options import (
     DEFAULT_LEEWAY,
@@ -44,6 +46,7 @@ from ._token_id import minted_at
 from ._version import __version__
 
 __all__ = [
+    "DEFAULT_CLOCK_SKEW",
     "DEFAULT_LEEWAY",
     "DEFAULT_MAX_TOKEN_BYTES",
     "DEFAULT_MODE",

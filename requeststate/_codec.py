@@ -12,7 +12,7 @@ from ._bounds import INT64_MIN, check_int
 from ._claims import Claims
 from ._envelope import open_token, seal_token
 from ._errors import InvalidToken
-from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, is_async_guard, tell_lifetime
+from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, is_async_guard, tell_leeway
 from ._guard_url import guard_from_env
 from ._keys import BoundKey, KeyRing, Keys, as_key_ring
 from ._metrics import Counts, Meter
@@ -65,7 +65,7 @@ class Codec:
         self._counts: Final = None if settings.metrics is None else Counts(settings.metrics, settings.mode)
         self._guard_is_async: Final = is_async_guard(settings.guard)
         self._ttl: Final = settings.ttl
-        tell_lifetime(settings.guard, settings.ttl + settings.leeway)
+        tell_leeway(settings.guard, settings.leeway)
         # One read of the CSPRNG per token: the minting mode's nonce, then the token id's random bits.
         self._nonce_bytes: Final = self._wires[0].nonce_bytes
         self._random_bytes: Final = self._nonce_bytes + TOKEN_ID_BYTES

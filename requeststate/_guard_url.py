@@ -16,7 +16,8 @@ from typing import Final, Literal, NamedTuple, overload
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from ._env import ENV_GUARD
-from ._guard import AsyncGuard, Guard, MemoryGuard
+from ._guard import AsyncGuard, Guard
+from ._memory import MemoryGuard
 
 __all__ = ["guard_from_env", "guard_from_url"]
 
@@ -35,7 +36,7 @@ class _Store(NamedTuple):
 
 
 _REDIS: Final = _Store("requeststate.redis", "RedisGuard", "AsyncRedisGuard", ("namespace", "timeout"))
-_SQLITE: Final = _Store("requeststate.sqlite", "SQLiteGuard", "AsyncSQLiteGuard", ("namespace",))
+_SQLITE: Final = _Store("requeststate.sqlite", "SQLiteGuard", "AsyncSQLiteGuard", ("namespace", "timeout"))
 _STORES: Final = {
     "redis": _REDIS,
     "rediss": _REDIS,
@@ -77,8 +78,8 @@ def guard_from_url(url: str, *, asyncio: bool = False) -> Guard | AsyncGuard:
       share a working directory): ``requeststate.sqlite.SQLiteGuard``, one file shared by
       every process of one host.
 
-    Options go in the query: ``?namespace=NAME`` (Redis and SQLite) and ``?timeout=SECONDS``
-    (Redis: how long a claim waits to connect or for an answer). ``asyncio=True`` builds
+    Options go in the query: ``?namespace=NAME`` and ``?timeout=SECONDS`` (how long a claim
+    waits: for Redis to connect or answer, for the SQLite file's lock). ``asyncio=True`` builds
     the asyncio twin (``AsyncRedisGuard``, ``AsyncSQLiteGuard``), for a codec read with
     ``averify``/``adecode``. The store's integration is imported here, when a URL names it.
 

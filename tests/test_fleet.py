@@ -3,8 +3,7 @@
 Two server processes share ``REQUESTSTATE_KEYS`` and ``REQUESTSTATE_GUARD``, as two workers or
 replicas do, each on a brand-new store: the first flow after start completes, a token redeemed on
 one is refused on the other, a paused Redis answers -32603, and a bad or unreachable guard stops
-the start, saying why. The store is a parameter (``STORES``): the SQLite guard joins it as
-``sqlite:////...`` when it lands.
+the start, saying why. The store is a parameter (``STORES``): a Redis, and a SQLite file.
 """
 
 from __future__ import annotations
@@ -60,16 +59,16 @@ def redis() -> Iterator[redis_server.Server]:
         yield running
 
 
-# The stores a fleet shares, each a URL from a brand-new store: the SQLite guard's,
-# lambda tmp_path: f"sqlite:///{tmp_path}/claims.db", joins when requeststate.sqlite lands.
-STORES: dict[str, Callable[[redis_server.Server, Path], str]] = {
-    "redis": lambda redis, tmp_path: redis.url,
+# The stores a fleet shares, each a URL of a brand-new store.
+STORES: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
+    "redis": lambda request, tmp_path: request.getfixturevalue("redis").url,
+    "sqlite": lambda request, tmp_path: f"sqlite:///{tmp_path}/claims.db",
 }
 
 
 @pytest.fixture(params=sorted(STORES))
-def store_url(request: pytest.FixtureRequest, redis: redis_server.Server, tmp_path: Path) -> str:
-    return STORES[request.param](redis, tmp_path)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return STORES[request.param](request, tmp_path)
 
 
 def environment(guard: str) -> dict[str, str]:

@@ -12,6 +12,7 @@ import sys
 import traceback
 import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,7 +117,7 @@ def test_the_namespace_and_timeout_options_reach_the_guard_and_its_client(built:
     guard = redis_guard(built, "redis://127.0.0.1:6390/0?namespace=my%20app&timeout=1.5")
     kwargs = connection(guard)
     assert (repr(guard), kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (
-        "RedisGuard(namespace='my app', fail_open=False)",
+        "RedisGuard(namespace='my app')",
         1.5,
         1.5,
     )
@@ -125,14 +126,14 @@ def test_the_namespace_and_timeout_options_reach_the_guard_and_its_client(built:
 def test_without_options_the_guard_has_its_defaults(built: list[Any]) -> None:
     guard = redis_guard(built, "redis://127.0.0.1:6390")
     assert (repr(guard), connection(guard)["socket_timeout"], connection(guard).get("db", 0)) == (
-        "RedisGuard(namespace='requeststate', fail_open=False)",
+        "RedisGuard(namespace='requeststate')",
         0.25,
         0,
     )
 
 
 class FakeSQLite(types.ModuleType):
-    """``requeststate.sqlite`` until it lands: records what each guard class was built with."""
+    """``requeststate.sqlite`` as ``guard_from_url`` reaches it: what each guard class was built with."""
 
     def __init__(self) -> None:
         super().__init__("requeststate.sqlite")
@@ -156,11 +157,9 @@ def sqlite(monkeypatch: pytest.MonkeyPatch) -> FakeSQLite:
 
 
 @pytest.mark.parametrize(("asyncio", "name"), [(False, "SQLiteGuard"), (True, "AsyncSQLiteGuard")])
-def test_a_sqlite_url_is_the_sqlite_guard_of_its_absolute_path(
-    sqlite: FakeSQLite, asyncio: bool, name: str
-) -> None:
-    rs.guard_from_url("sqlite:////var/lib/my%20app/claims.db?namespace=app", asyncio=asyncio)
-    assert sqlite.built == [(name, "/var/lib/my app/claims.db", {"namespace": "app"})]
+def test_a_sqlite_url_is_the_guard_of_its_absolute_path(sqlite: FakeSQLite, asyncio: bool, name: str) -> None:
+    rs.guard_from_url("sqlite:////var/lib/my%20app/claims.db?namespace=app&timeout=2", asyncio=asyncio)
+    assert sqlite.built == [(name, "/var/lib/my app/claims.db", {"namespace": "app", "timeout": 2.0})]
 
 
 def test_a_sqlite_url_without_options_passes_none(sqlite: FakeSQLite) -> None:
@@ -168,12 +167,10 @@ def test_a_sqlite_url_without_options_passes_none(sqlite: FakeSQLite) -> None:
     assert sqlite.built == [("SQLiteGuard", "/srv/claims.db", {})]
 
 
-def test_the_sqlite_guard_itself_serves_a_sqlite_url(tmp_path: Any) -> None:
-    pytest.importorskip(
-        "requeststate.sqlite", reason="requeststate.sqlite (the SQLite guard) has not landed yet"
-    )
-    guard = rs.guard_from_url(f"sqlite:///{tmp_path}/claims.db")
-    assert type(guard).__name__ == "SQLiteGuard"
+@pytest.mark.parametrize(("asyncio", "name"), [(False, "SQLiteGuard"), (True, "AsyncSQLiteGuard")])
+def test_the_sqlite_guard_itself_serves_a_sqlite_url(tmp_path: Path, asyncio: bool, name: str) -> None:
+    guard = rs.guard_from_url(f"sqlite:///{tmp_path}/claims.db?namespace=app&timeout=2", asyncio=asyncio)
+    assert repr(guard) == f"{name}({str(tmp_path / 'claims.db')!r}, namespace='app')"
 
 
 def test_a_redis_url_imports_requeststate_redis_only_then() -> None:
@@ -243,8 +240,9 @@ def test_a_redis_url_imports_requeststate_redis_only_then() -> None:
             "sqlite:////var/lib/app/claims.db (workers may not share a working directory)",
         ),
         (
-            "sqlite:////tmp/claims.db?timeout=1",
-            "REQUESTSTATE_GUARD may carry the options ?namespace=, each once; its query has another",
+            "sqlite:////srv/claims.db?journal_mode=delete",
+            "REQUESTSTATE_GUARD may carry the options ?namespace= and ?timeout=, each once; "
+            "its query has another",
         ),
     ],
 )

@@ -42,11 +42,12 @@ from tests.support.mcp_flow import (
     text_of,
 )
 from tests.support.mcp_servers import Tier, build
+from tests.support.memory_guard import memory_guard
 
 pytestmark = pytest.mark.anyio
 
 REDIS_TIMEOUT = 0.5
-GUARD: Any = rs.MemoryGuard()  # typed Any: the codec seam types guard as None, and refuses one at runtime
+GUARD: Any = memory_guard()  # typed Any: the codec seam types guard as None, and refuses one at runtime
 
 
 @pytest.mark.parametrize(
@@ -60,10 +61,12 @@ GUARD: Any = rs.MemoryGuard()  # typed Any: the codec seam types guard as None, 
 def test_a_guard_that_would_refuse_every_token_is_refused_when_the_boundary_is_built(
     build_boundary: Any,
 ) -> None:
-    # The boundary runs a sync guard off the event loop, wrapped: the wrapper passes the codec's
-    # ttl + leeway on to the guard, which refuses it.
-    with pytest.raises(ValueError, match=r"max_token_lifetime \(360 s\) is shorter than .* \(600 s\)"):
-        build_boundary(ttl=600, guard=RedisGuard(redis.Redis(), max_token_lifetime=360))
+    # The boundary runs a sync guard off the event loop, wrapped: the codec told the guard its
+    # leeway before, and the guard, which serves another codec's, refuses it.
+    guard = RedisGuard(redis.Redis())
+    rs.Codec(KEYS, guard=guard, leeway=0)
+    with pytest.raises(ValueError, match=r"^this guard serves codecs with leeway=0, not 30: a claim is held"):
+        build_boundary(leeway=30, guard=guard)
 
 
 @pytest.fixture
@@ -137,7 +140,7 @@ class AsyncMemoryGuard:
     """An ``AsyncGuard``: a ``MemoryGuard`` behind a coroutine, with its claims counted."""
 
     def __init__(self) -> None:
-        self.inner = rs.MemoryGuard()
+        self.inner = memory_guard()
         self.claims = 0
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:

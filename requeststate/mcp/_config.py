@@ -150,7 +150,7 @@ class _OffLoop:
     def __init__(self, guard: rs.Guard) -> None:
         self._guard = guard
 
-    # No learn_lifetime: the guard itself learned its codec's lifetime, before it was wrapped.
+    # No learn_leeway: the guard itself learned its codec's leeway, before it was wrapped.
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return await anyio.to_thread.run_sync(self._guard.claim, token_id, expires_at, now)
 

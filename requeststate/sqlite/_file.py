@@ -1,0 +1,173 @@
+"""The SQLite file a guard keeps its claims in: opened, checked to be the file at its path, claimed in.
+
+This module says how SQLite runs the shared rules (``requeststate``'s ``Ledger``)
+atomically: one ``BEGIN IMMEDIATE`` transaction per claim, which every process on the
+host serialises on the file's lock. Two tables, shared by every namespace:
+
+- ``requeststate_markers``: a namespace's marker (when its memory began, its terms);
+- ``requeststate_claims``: each claim's digest and its score (the token's expiry plus
+  the leeway), indexed by score for pruning.
+
+A file that is new, deleted, replaced or truncated has no marker (a new file, a
+recreated one) or is not the file this connection has open: before each claim, inside
+the transaction, the path is checked to name the file the connection holds (device and
+inode), and a connection on a file that is gone or replaced is closed and opened again
+on the file the path now names, whose marker is missing: a loss, seen as any loss is.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Final
+
+from requeststate import GuardUnavailable
+from requeststate._seam import Answer, Claim, Status
+
+__all__ = ["SCHEMA", "SQLiteFile"]
+
+SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS requeststate_markers ("
+    "namespace TEXT PRIMARY KEY, since INTEGER NOT NULL, terms TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS requeststate_claims ("
+    "namespace TEXT NOT NULL, member TEXT NOT NULL, expires INTEGER NOT NULL, "
+    "PRIMARY KEY (namespace, member)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS requeststate_claims_by_expiry ON requeststate_claims (namespace, expires)",
+)
+"""The tables, created on a file that lacks them (a new file, or one truncated or recreated)."""
+
+
+class _Replaced(Exception):
+    """The path no longer names the file this connection holds."""
+
+
+class SQLiteFile:
+    """One connection to the file at ``path``, reopened when the path names another file; thread-safe."""
+
+    __slots__ = ("_clock", "_connection", "_held", "_lock", "path", "timeout")
+
+    def __init__(self, path: str, *, timeout: float, clock: Callable[[], float] = time.time) -> None:
+        self.path: Final = path
+        self.timeout: Final = timeout
+        self._clock: Final = clock
+        self._lock: Final = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._held: tuple[int, int] | None = None  # (device, inode) of the file the connection holds
+
+    def claim(self, namespace: str, claim: Claim, terms: str) -> Answer:
+        """Run ``claim`` atomically in the file: the marker, pruning, and the claim itself.
+
+        Raises:
+            GuardUnavailable: the file could not be opened, locked in time, or written.
+        """
+        with self._lock:
+            try:
+                try:
+                    return self._claim_once(namespace, claim, terms)
+                except _Replaced:
+                    self._close()
+                    return self._claim_once(namespace, claim, terms)
+            except (sqlite3.Error, OSError, _Replaced) as error:
+                self._close()  # whatever broke, the next claim starts on a fresh connection
+                raise GuardUnavailable(
+                    f"the SQLite file did not record the claim ({type(error).__name__})"
+                ) from error
+
+    def close(self) -> None:
+        """Close the connection; the next claim opens it again."""
+        with self._lock:
+            self._close()
+
+    def _claim_once(self, namespace: str, claim: Claim, terms: str) -> Answer:
+        connection = self._open()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            # Under the file's lock: no other process can replace what the path names and
+            # claim in the new file between this check and the commit.
+            if _identity(self.path) != self._held:
+                raise _Replaced
+            answer = _run(connection, namespace, claim, terms, self._clock)
+        except BaseException:
+            connection.rollback()
+            raise
+        if answer.status == Status.TERMS:
+            connection.rollback()
+        else:
+            connection.commit()
+        return answer
+
+    def _open(self) -> sqlite3.Connection:
+        if self._connection is not None:
+            return self._connection
+        before = _identity(self.path)
+        connection = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            # The path named one file before and after the connection opened it: that file.
+            held = _identity(self.path)
+            if held is None or before not in (None, held):
+                raise _Replaced
+            mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode != "wal":
+                raise GuardUnavailable(
+                    f"the SQLite file's journal cannot be a write-ahead log (it is {mode}): the file must be "
+                    "on a local filesystem that supports shared memory, not a network one"
+                )
+            # Each commit reaches the disk before the claim counts: a claim a power cut could
+            # undo would let its token be redeemed again.
+            connection.execute("PRAGMA synchronous=FULL")
+            for statement in SCHEMA:
+                connection.execute(statement)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection, self._held = connection, held
+        return connection
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+        self._connection = self._held = None
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The device and inode the path names now; ``None`` if nothing is there."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _run(
+    connection: sqlite3.Connection, namespace: str, claim: Claim, terms: str, clock: Callable[[], float]
+) -> Answer:
+    """The shared rules' atomic part, inside the transaction (``requeststate._ledger``'s steps 1 to 4)."""
+    marker = connection.execute(
+        "SELECT since, terms FROM requeststate_markers WHERE namespace = ?", (namespace,)
+    ).fetchone()
+    if marker is not None and marker[1] != terms:
+        return Answer(Status.TERMS, marker[0], False, marker[1])
+    began_here = marker is None
+    if began_here:
+        since = max(claim.now, int(clock()))
+        connection.execute(
+            "INSERT INTO requeststate_markers (namespace, since, terms) VALUES (?, ?, ?)",
+            (namespace, since, terms),
+        )
+    else:
+        since = marker[0]
+    connection.execute(
+        "DELETE FROM requeststate_claims WHERE namespace = ? AND expires < ?", (namespace, claim.prune_before)
+    )
+    if not claim.member:
+        return Answer(Status.MARKED, since, began_here, terms)
+    added = connection.execute(
+        "INSERT OR IGNORE INTO requeststate_claims (namespace, member, expires) VALUES (?, ?, ?)",
+        (namespace, claim.member, claim.expires_at),
+    ).rowcount
+    return Answer(Status.CLAIMED if added == 1 else Status.REPLAYED, since, began_here, terms)
