@@ -39,6 +39,8 @@ class GuardUnavailable(Exception):
     never a token id.
     """
 
+    __module__ = "requeststate"  # as InvalidToken's: tracebacks and logs name no private module
+
 
 class Guard(Protocol):
     """Records redeemed token ids: the first claim of an id wins, every later one is a replay.

@@ -72,6 +72,8 @@ class BoundarySettings(NamedTuple):
     audience: str | None
     counts: Mapping[str, Counts]
     """One per input-required method; empty when nothing is counted."""
+    guard: rs.Guard | rs.AsyncGuard | None
+    """The guard as given (the codec's is wrapped to run off the loop): the one begun at start."""
 
 
 def settings(keys: rs.Keys | rs.Codec, options: BoundaryOptions) -> BoundarySettings:
@@ -101,7 +103,7 @@ def settings(keys: rs.Keys | rs.Codec, options: BoundaryOptions) -> BoundarySett
     counts: dict[str, Counts] = {}
     if meter is not None:
         counts = {method: Counts(meter, codec.modes, method=method) for method in INPUT_REQUIRED_METHODS}
-    return BoundarySettings(codec, on_invalid, bind, subject, audience, counts)
+    return BoundarySettings(codec, on_invalid, bind, subject, audience, counts, given.guard)
 
 
 def _subject(bind: Binding, options: BoundaryOptions) -> SubjectSource | None:
