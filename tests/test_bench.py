@@ -15,6 +15,7 @@ import dataclasses
 import io
 import json
 import re
+import sqlite3
 import sys
 import threading
 import time
@@ -38,7 +39,7 @@ from requeststate.bench._claims import (
     stops_rising_at,
     tokens_for,
 )
-from requeststate.bench._guards import NEEDS_EXTRA, claim_keys, guard_from_url, shown_url
+from requeststate.bench._guards import NAMESPACE_PREFIX, NEEDS_EXTRA, claim_keys, guard_from_url, shown_url
 from requeststate.bench._mcp import FASTMCP_BOUNDARY, FASTMCP_PROTECT, MCPD, PROTECT, SDK_BOUNDARY, USE_CODEC
 from requeststate.bench._measure import (
     ASYNC,
@@ -516,8 +517,9 @@ def test_an_unknown_guard_exits_2_naming_the_guards(capsys: pytest.CaptureFixtur
     # Catches: a typo in a scheme measured as something else, or a traceback.
     assert bench_run("--guard", "mongodb://:pw@db:27017") == (2, "")
     assert capsys.readouterr().err == (
-        "error: --guard mongodb://db:27017: unknown guard; the guards are memory, redis://HOST:PORT/DB, "
-        "rediss://..., unix:///PATH and redis+cluster://HOST:PORT\n"
+        "error: --guard mongodb://db:27017: REQUESTSTATE_GUARD must be memory, redis://host:port/db, "
+        "rediss://host:port/db, redis+cluster://host:port, rediss+cluster://host:port, or "
+        "sqlite:////absolute/path.db: its scheme is none of these\n"
     )
 
 
@@ -544,6 +546,20 @@ def test_redis_is_measured_on_both_paths_and_leaves_no_key(server: Server) -> No
     assert evalsha_calls(server) - calls_before >= claims
     assert document["bounds"][0]["guard"] == server.url
     assert server.execute("KEYS", "*") == [b"the-users-own"]
+
+
+def test_sqlite_is_measured_on_both_paths_in_a_namespace_of_its_own(tmp_path: Path) -> None:
+    # Catches: the file's namespace used by the run (a server's own), or an async path that claims
+    # through the sync guard.
+    path = tmp_path / "claims.db"
+    url = f"sqlite:///{path}"
+    document = bench_json("--mode", "signed", "--guard", url)
+    rows = [(guard["guard"], guard["class"], guard["path"]) for guard in document["guards"]]
+    assert rows == [(url, "SQLiteGuard", SYNC), (url, "AsyncSQLiteGuard", ASYNC)]
+    assert all(level["refused"] == 0 for guard in document["guards"] for level in guard["levels"])
+    with sqlite3.connect(path) as reading:
+        namespaces = {row[0] for row in reading.execute("SELECT namespace FROM requeststate_markers")}
+    assert [name.startswith(NAMESPACE_PREFIX) for name in namespaces] == [True, True]
 
 
 def test_a_redis_password_is_used_and_never_printed(own_server: Server) -> None:
@@ -630,7 +646,7 @@ def test_claim_keys_are_every_bucket_a_claim_can_land_in(buckets: int) -> None:
     [
         ("redis://user:pass@cache.internal:6380/2", "redis://cache.internal:6380/2"),
         ("rediss://:pass@[::1]:6379/0?password=again", "rediss://[::1]:6379/0"),
-        ("unix:///run/redis.sock?password=pass&db=1", "unix:///run/redis.sock"),
+        ("sqlite:////var/lib/app/claims.db?namespace=app", "sqlite:////var/lib/app/claims.db"),
         ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
     ],
 )

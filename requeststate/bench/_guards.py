@@ -1,16 +1,14 @@
 """The guards ``--guard URL`` names: built from the URL, begun, and what they wrote deleted after.
 
-``guard_from_url`` stands in for ``requeststate.guard_from_url`` (the
-``REQUESTSTATE_GUARD`` URLs) until that lands, with the same signature:
-swapping it is one line. It knows ``memory``, ``redis://``/``rediss://``/
-``unix://`` and ``redis+cluster://`` (a node of a Redis Cluster), with
-``?namespace=NAME``.
+A ``--guard`` is a ``REQUESTSTATE_GUARD`` URL (``requeststate.guard_from_url``):
+``memory``, ``redis://``/``rediss://``, ``redis+cluster://`` (a node of a Redis
+Cluster) and ``sqlite:////absolute/path.db``, with ``?namespace=NAME``.
 
-The user's store may be a live one: each Redis guard claims only under a
-namespace of the run's own (``requeststate-bench-`` and random hex), never
-the one a server's guards use, and the run deletes every key of it when it
-ends. ``requeststate.redis`` is imported only for a Redis URL: the redis
-extra is optional.
+The user's store may be a live one: each Redis or SQLite guard claims only
+under a namespace of the run's own (``requeststate-bench-`` and random hex),
+never the one a server's guards use; the run deletes every Redis key of it
+when it ends (an SQLite file keeps its rows: name a scratch file). A store's
+integration is imported only for its URL: the redis extra is optional.
 """
 
 from __future__ import annotations
@@ -45,47 +43,30 @@ CLUSTER_SCHEME: Final = "redis+cluster"
 _REDIS_SCHEMES: Final = frozenset({"redis", "rediss", "unix", CLUSTER_SCHEME})
 NAMESPACE_PREFIX: Final = "requeststate-bench-"
 NEEDS_EXTRA: Final = "a Redis --guard needs the redis extra: pip install 'requeststate[redis]'"
+_CLUSTER_SCHEMES: Final = (f"{CLUSTER_SCHEME}:", "rediss+cluster:")
 
 
 def shown_url(url: str) -> str:
     """``url`` without its user, password and query (a password may be there), for reports and errors."""
     netloc = urllib.parse.urlsplit(url).netloc
     address = netloc.rpartition("@")[2]
-    # Cut, not rebuilt: urlunsplit would drop the empty authority of unix:///path.
+    # Cut, not rebuilt: urlunsplit would drop the empty authority of sqlite:////path.
     return url.partition("?")[0].partition("#")[0].replace(netloc, address, 1)
 
 
 def guard_from_url(url: str, *, asyncio: bool = False) -> rs.Guard | rs.AsyncGuard:
-    """The guard ``url`` names, sync, or its asyncio twin with ``asyncio=True``.
+    """The guard ``url`` names (``requeststate.guard_from_url``), sync, or its asyncio twin.
 
     Raises:
-        ConfigError: a scheme it does not know, or the redis extra missing.
-        ValueError: a Redis URL redis-py cannot read.
+        ConfigError: a URL no guard takes (its words, which name ``REQUESTSTATE_GUARD``), or
+            the store's extra missing.
     """
-    if url == MEMORY_URL:
-        return rs.MemoryGuard()  # thread-safe, and claimed without I/O: the twin of itself
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in _REDIS_SCHEMES:
-        raise ConfigError(
-            f"--guard {shown_url(url)}: unknown guard; the guards are memory, redis://HOST:PORT/DB, "
-            f"rediss://..., unix:///PATH and {CLUSTER_SCHEME}://HOST:PORT"
-        )
     try:
-        from requeststate.redis import AsyncRedisGuard, RedisGuard
+        return rs.guard_from_url(url, asyncio=asyncio)
+    except ValueError as refused:
+        raise ConfigError(f"--guard {shown_url(url)}: {refused}") from None
     except ImportError:
         raise ConfigError(NEEDS_EXTRA) from None
-    query = urllib.parse.parse_qsl(parts.query)
-    namespace = dict(query).get("namespace")
-    cluster = parts.scheme == CLUSTER_SCHEME
-    # redis-py reads the rest of the query (a password, timeouts) and refuses names it does not know.
-    client_url = parts._replace(
-        scheme="redis" if cluster else parts.scheme,
-        query=urllib.parse.urlencode([(name, value) for name, value in query if name != "namespace"]),
-    ).geturl()
-    guard_class = AsyncRedisGuard if asyncio else RedisGuard
-    if namespace is None:
-        return guard_class.from_url(client_url, cluster=cluster)
-    return guard_class.from_url(client_url, cluster=cluster, namespace=namespace)
 
 
 def claim_keys(namespace: str, buckets: int) -> set[str]:
@@ -131,14 +112,15 @@ async def bench_guard(url: str, *, asyncio: bool) -> AsyncIterator[BenchGuard]:
     """
     shown = shown_url(url)
     namespace = f"{NAMESPACE_PREFIX}{os.urandom(8).hex()}"
-    is_redis = url != MEMORY_URL
+    shared = url != MEMORY_URL
+    is_redis = url.startswith(("redis", "rediss"))
     try:
-        guard = guard_from_url(_with_namespace(url, namespace) if is_redis else url, asyncio=asyncio)
+        guard = guard_from_url(_with_namespace(url, namespace) if shared else url, asyncio=asyncio)
     except ConfigError:
         raise
     except Exception as error:  # redis-py's errors, and ValueError for a URL it cannot read
         raise ConfigError(f"--guard {shown}: {type(error).__name__}: {error}") from None
-    cluster = url.startswith(f"{CLUSTER_SCHEME}:")
+    cluster = url.startswith(_CLUSTER_SCHEMES)
     try:
         first_second = await _begin(guard)
     except rs.GuardUnavailable as error:
@@ -160,14 +142,15 @@ async def bench_guard(url: str, *, asyncio: bool) -> AsyncIterator[BenchGuard]:
 
 
 def _with_namespace(url: str, namespace: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    query = [(name, value) for name, value in urllib.parse.parse_qsl(parts.query) if name != "namespace"]
-    return parts._replace(query=urllib.parse.urlencode([*query, ("namespace", namespace)])).geturl()
+    # Cut, not rebuilt: urlunsplit would make sqlite:////path a relative sqlite://path.
+    base, _, query = url.partition("?")
+    kept = [(name, value) for name, value in urllib.parse.parse_qsl(query) if name != "namespace"]
+    return f"{base}?{urllib.parse.urlencode([*kept, ('namespace', namespace)])}"
 
 
 async def _begin(guard: object) -> int:
-    # Every guard gains begin() with the guard rework; a guard without one (MemoryGuard until then)
-    # accepts every token minted from now on.
+    # Every guard of the package has begin(); a user's own may not, and accepts every token
+    # minted from now on.
     begin = getattr(guard, "begin", None)
     if begin is None:
         return int(time.time())
