@@ -10,17 +10,10 @@ import hashlib
 
 import requeststate as rs
 
+from .support.verdicts import verdict
+
 SECRET = hashlib.sha256(b"test_memory_guard_restart").digest()
 NOW = 2_000_000_000
-
-
-def verdict(codec: rs.Codec, token: str, now: int) -> str:
-    """``accepted``, or the reason ``codec`` refuses ``token`` at ``now``."""
-    try:
-        codec.verify(token, now=now)
-    except rs.InvalidToken as refused:
-        return refused.reason.value
-    return "accepted"
 
 
 def served_by_a_process_started_at(started: int) -> rs.Codec:

@@ -41,6 +41,7 @@ from .support.redis_faults import FAULTS, replying
 from .support.redis_guards import FLAVOURS, AsyncOnALoop, Claimer, build, lost, minted, outcome
 from .support.redis_server import Server
 from .support.reference import b64
+from .support.verdicts import verdict
 
 NOW = 2_000_000_000
 # When the tests' guards begin Redis's memory: a minute before their tokens are minted.
@@ -1148,15 +1149,6 @@ def test_a_rollback_within_one_server_process_is_not_seen_and_its_replays_are_ac
         guard.close()
         client.delete(key)
     assert replays == [True] * 20
-
-
-def verdict(codec: rs.Codec, token: str, now: int) -> str:
-    """``accepted``, or the reason ``codec`` refuses ``token`` at ``now``."""
-    try:
-        codec.verify(token, now=now)
-    except rs.InvalidToken as refused:
-        return refused.reason.value
-    return "accepted"
 
 
 def differ(theirs: str, ours: str) -> str:
