@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 import pytest
@@ -245,6 +246,52 @@ def test_cluster_failover_lets_no_token_be_redeemed_again_without_waiting_for_re
         # The guards found the new master (the first claims failed closed while they reread the slot map).
         assert (outcomes[-1], aoutcomes[-1]) == (True, True), (outcomes, aoutcomes)
         assert redeem_again(successor.url, namespace, accepted, cluster=True) == 0
+
+
+def node_id(server: Server) -> str:
+    return str(server.execute("CLUSTER", "MYID").decode())
+
+
+def migrate_slot(cluster: Cluster, key: str, target: Server) -> None:
+    """Move ``key``'s slot, with its keys, to ``target``, as ``redis-cli --cluster reshard`` does."""
+    source = cluster.master_of(key)
+    slot = source.execute("CLUSTER", "KEYSLOT", key)
+    target.execute("CLUSTER", "SETSLOT", slot, "IMPORTING", node_id(source))
+    source.execute("CLUSTER", "SETSLOT", slot, "MIGRATING", node_id(target))
+    keys = source.execute("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+    source.execute("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *keys)
+    for master in cluster.masters:
+        master.execute("CLUSTER", "SETSLOT", slot, "NODE", node_id(target))
+
+
+def test_a_slot_migrated_to_another_master_refuses_every_token_redeemed_before(namespace: str) -> None:
+    # MIGRATE moves a set of claims with its marker, which names the master it left: on the
+    # master it reached, that memory is another's, a loss. The claims came along: their replays
+    # are replays; a token minted before and redeemed nowhere is refused as minted before the loss.
+    with redis_server.or_skip(redis_server.running_cluster(masters=3)) as own:
+        source, target = own.masters[0], own.masters[1]
+        first = id_on(own, namespace, source)
+        bucket = bucket_of(namespace, first)
+        others = (
+            token_id
+            for token_id in iter(lambda: minted(NOW), None)
+            if bucket_of(namespace, token_id) == bucket
+        )
+        ids = [first, *islice(others, 2)]
+        guard = RedisGuard.from_url(own.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+        try:
+            guard.begin(BEGUN)
+            assert [guard.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 3
+        finally:
+            guard.close()
+        migrate_slot(own, bucket, target)
+        later = RedisGuard.from_url(own.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+        try:
+            replays = [outcome(later, token_id, NOW + 300, NOW + 10) for token_id in ids]
+            unredeemed = outcome(later, next(others), NOW + 300, NOW + 10)
+        finally:
+            later.close()
+        assert (own.master_of(bucket), replays, unredeemed) == (target, [False] * 3, lost(NOW, NOW + 10))
 
 
 def test_processes_racing_on_the_cluster_claim_each_id_exactly_once(cluster: Cluster, namespace: str) -> None:
