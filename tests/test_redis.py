@@ -485,6 +485,27 @@ def test_a_guard_serves_codecs_of_one_leeway_and_refuses_a_codec_of_another() ->
         rs.Codec(ring, mode="encrypted", guard=guard)
 
 
+def test_a_codec_of_another_leeway_built_after_the_guard_began_is_refused_at_construction(
+    redis_url: str, namespace: str
+) -> None:
+    # Before: begin() wrote the namespace's terms with the default leeway (0), and every claim of
+    # a codec of leeway 60 built afterwards was refused, as another verifier's, until Redis lost
+    # its memory.
+    guard = begun(RedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS))
+    try:
+        with pytest.raises(
+            ValueError,
+            match=r"^this guard already gave Redis its terms with leeway=0, not 60: build every Codec "
+            r"with the guard before its begin\(\) or first claim$",
+        ):
+            rs.Codec(SECRET, mode="signed", leeway=60, guard=guard)
+        same = rs.Codec(SECRET, mode="signed", guard=guard)
+        claimed = verdict(same, same.encode("step", now=NOW), NOW)
+    finally:
+        guard.close()
+    assert claimed == "accepted"
+
+
 def test_a_deployment_of_any_ttl_starts_with_a_guard() -> None:
     # Before: REQUESTSTATE_TTL=3600 beside a guard of a shorter max_token_lifetime failed at start.
     environ = {"REQUESTSTATE_KEYS": b64(SECRET), "REQUESTSTATE_TTL": "3600"}
