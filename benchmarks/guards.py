@@ -17,10 +17,9 @@ by scripts/redis_servers.py, as for the tests; with no ``redis-server`` on
 ``PATH``, or one that does not start, the Redis rows say why they were not measured.
 
 Claims under load (``measure_claims``): ``RedisGuard.claim`` and
-``AsyncRedisGuard.claim`` of fresh ids, on three setups that
-scripts/redis_servers.py starts on loopback: one redis-server, a Redis
-Cluster of three masters, and a master with a replica where every claim waits
-for the replica (``replicas=1``). Sync claims run one after another; async
+``AsyncRedisGuard.claim`` of fresh ids, on two setups that
+scripts/redis_servers.py starts on loopback: one redis-server, and a Redis
+Cluster of three masters. Sync claims run one after another; async
 claims run ``ASYNC_CONCURRENCY`` at a time in one event loop. Each row gives
 claims per second (claims over the wall time of all of them) and the p50 and
 p99 of single claim latencies.
@@ -81,8 +80,7 @@ _CLAIM_TIMEOUT: Final = 2.0
 _WARM_UP_TOKENS: Final = 20
 STANDALONE: Final = "standalone"
 CLUSTER: Final = "cluster, 3 masters"
-REPLICA_WAIT: Final = "master + replica, replicas=1"
-CLAIM_SETUPS: Final = (STANDALONE, CLUSTER, REPLICA_WAIT)
+CLAIM_SETUPS: Final = (STANDALONE, CLUSTER)
 SYNC_CLAIM: Final = "claim"
 ASYNC_CLAIM: Final = "async claim"
 ASYNC_CONCURRENCY: Final = 16
@@ -503,12 +501,7 @@ def _setups() -> dict[str, Callable[[], AbstractContextManager[tuple[str, dict[s
         with redis_servers.running_cluster(masters=3) as running:
             yield running.url, {"cluster": True}
 
-    @contextmanager
-    def replica_wait() -> Iterator[tuple[str, dict[str, Any]]]:
-        with redis_servers.running_replicated() as running:
-            yield running.master.url, {"replicas": 1, "replica_timeout": _CLAIM_TIMEOUT}
-
-    return {STANDALONE: standalone, CLUSTER: cluster, REPLICA_WAIT: replica_wait}
+    return {STANDALONE: standalone, CLUSTER: cluster}
 
 
 def measure_claims(count: int, *, progress: Callable[[str], None] = lambda line: None) -> list[ClaimRow]:
