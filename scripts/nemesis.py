@@ -1,10 +1,12 @@
-"""A nemesis test of single use, in the manner of Jepsen: redeem tokens from a fleet while Redis fails.
+"""A nemesis test of single use, in the manner of Jepsen: redeem tokens from a fleet while its store fails.
 
 ``python -m scripts.nemesis`` starts real redis-servers on loopback (scripts/redis_servers.py) in
 three topologies (one server; a master and its replica, behind an address a failover moves; a
-cluster of three masters, each with a replica) and, on each, for a bounded time:
+cluster of three masters, each with a replica), and a fourth, one SQLite file on one host, and,
+on each, for a bounded time:
 
-- worker processes, each with its own ``RedisGuard`` and its own clock offset (within
+- worker processes, each with its own guard (``RedisGuard``, ``SQLiteGuard``) and its own clock
+  offset (within
   ``clock_skew`` of each other), mint tokens on their clocks and redeem them: each token once
   as it is minted, and again later (its own worker's replays, and other workers', shared);
 - a nemesis, seeded, injects a fault at random every few seconds: ``kill -9`` and a restart
@@ -15,7 +17,8 @@ cluster of three masters, each with a replica) and, on each, for a bounded time:
   clock, a paused verifier (a worker stopped right after it read its clock, resumed after a
   ``FLUSHALL`` as the first to claim, with that stale clock), and a verifier whose settings
   differ from the namespace's (another leeway or clock_skew), every claim of which must be
-  refused;
+  refused; on the SQLite file: the file deleted, replaced by a new one, or truncated under the
+  running workers, and a process killed (``kill -9``) in the middle of its claims;
 - every redemption is recorded in a history, and a checker counts what single use forbids: a
   token accepted twice. It reports how long after each loss a flow started after it succeeds
   again, the share of first redemptions refused as collateral, and how many claims of the
@@ -36,8 +39,10 @@ import os
 import queue
 import random
 import signal
+import sqlite3
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -52,6 +57,7 @@ import redis
 import requeststate as rs
 from requeststate import DEFAULT_CLOCK_SKEW
 from requeststate.redis import RedisGuard
+from requeststate.sqlite import SQLiteGuard
 from scripts import redis_servers
 from scripts.redis_servers import Link, Server
 
@@ -62,13 +68,14 @@ TTL = 20
 OFFSET = DEFAULT_CLOCK_SKEW / 2 - 0.5
 # The history's worker number of the verifiers whose settings differ from the namespace's.
 MISMATCHED = -1
-TOPOLOGIES = ("standalone", "replicated", "cluster")
+TOPOLOGIES = ("standalone", "replicated", "cluster", "sqlite")
 # The faults every topology gets, which run() injects itself: they act on the workers.
 WORKER_FAULTS = ("clock", "paused-verifier", "mismatched-verifier")
 FAULTS = {
     "standalone": ("kill-restart-empty", "kill-restart-rdb", "flushall", "eviction", "pause", "swapdb"),
     "replicated": ("failover", "failback", "flushall", "eviction", "pause"),
     "cluster": ("cluster-failover", "flushall", "eviction", "pause"),
+    "sqlite": ("delete-file", "replace-file", "truncate-file", "kill-claimer"),
 }
 # A paused verifier stays stopped this long past clock_skew: its clock is then that stale.
 STALE_PAST_SKEW = (1.0, 3.0)
@@ -107,7 +114,7 @@ def _worker(
     """
     chance = random.Random(seed)
     logging.getLogger("requeststate").setLevel(logging.ERROR)  # each loss's warning, once per worker: quiet
-    guard = RedisGuard.from_url(url, cluster=cluster, timeout=0.5)
+    guard = _guard(url, cluster)
     codec = rs.Codec(
         KEY, mode="encrypted", ttl=TTL, guard=guard, clock=lambda: frozen.value or time.time() + offset.value
     )
@@ -136,6 +143,13 @@ def _worker(
         time.sleep(chance.random() * 0.004)  # the client's answer, a few milliseconds
     guard.close()
     history.put(records)
+
+
+def _guard(url: str, cluster: bool, clock_skew: int = DEFAULT_CLOCK_SKEW) -> RedisGuard | SQLiteGuard:
+    """A worker's guard on the topology's store: its Redis (0.5 s timeouts), or its SQLite file."""
+    if url.startswith("sqlite:"):
+        return SQLiteGuard(url.removeprefix("sqlite:///"), timeout=0.5, clock_skew=clock_skew)
+    return RedisGuard.from_url(url, cluster=cluster, timeout=0.5, clock_skew=clock_skew)
 
 
 def _mint(codec: rs.Codec, worker: int, step: int) -> tuple[str, str]:
@@ -386,7 +400,65 @@ def _cluster_ok(nodes: list[Server]) -> bool:
         return False
 
 
-SETUPS = {"standalone": _standalone, "replicated": _replicated, "cluster": _cluster}
+@contextmanager
+def _sqlite_file() -> Iterator[Target]:
+    with tempfile.TemporaryDirectory(prefix="nemesis-sqlite-") as directory:
+        path = os.path.join(directory, "claims.db")
+        url = f"sqlite:///{path}"
+        claimers: list[BaseProcess] = []
+
+        def delete(chance: random.Random) -> float:
+            os.unlink(path)
+            return time.time()
+
+        def replace(chance: random.Random) -> float:
+            new_file = os.path.join(directory, f"new-{chance.randrange(10**9)}.db")
+            sqlite3.connect(new_file).close()
+            os.replace(new_file, path)
+            return time.time()
+
+        def truncate(chance: random.Random) -> float:
+            with contextlib.suppress(sqlite3.Error), sqlite3.connect(path, timeout=2.0) as checkpointing:
+                checkpointing.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            with open(path, "r+b") as file:
+                file.truncate(0)
+            return time.time()
+
+        def kill_claimer(chance: random.Random) -> None:
+            # A process claiming in a loop on the file, killed in the middle of its claims (inside a
+            # transaction, most likely): the file stays whole, and its lock is released.
+            claimer = multiprocessing.get_context("spawn").Process(
+                target=_claimer, args=(path, time.time() + 30), daemon=True
+            )
+            claimer.start()
+            claimers.append(claimer)
+            time.sleep(chance.uniform(0.3, 1.5))
+            _signal(claimer, signal.SIGKILL)
+            claimer.join(timeout=10)
+
+        yield Target(
+            url,
+            False,
+            {
+                "delete-file": delete,
+                "replace-file": replace,
+                "truncate-file": truncate,
+                "flushall": delete,  # what the paused verifier resumes after
+                "kill-claimer": kill_claimer,
+            },
+        )
+
+
+def _claimer(path: str, deadline: float) -> None:
+    """Claim fresh ids on the file until killed (or ``deadline``)."""
+    guard = SQLiteGuard(path, timeout=0.5)
+    while time.time() < deadline:
+        now = int(time.time())
+        with contextlib.suppress(rs.GuardUnavailable):
+            guard.claim(f"{now}-{os.urandom(16).hex()}", now + TTL, now)
+
+
+SETUPS = {"standalone": _standalone, "replicated": _replicated, "cluster": _cluster, "sqlite": _sqlite_file}
 
 
 @dataclass
@@ -561,7 +633,7 @@ def _signal(process: BaseProcess, number: signal.Signals) -> None:
 def _mismatched_verifier(target: Target, chance: random.Random) -> list[Redemption]:
     """For 1 to 3 s, a verifier with another leeway (or clock_skew) than the namespace's mints and redeems."""
     leeway, skew = (60, DEFAULT_CLOCK_SKEW) if chance.random() < 0.5 else (0, 0)
-    guard = RedisGuard.from_url(target.url, cluster=target.cluster, timeout=0.5, clock_skew=skew)
+    guard = _guard(target.url, target.cluster, clock_skew=skew)
     codec = rs.Codec(KEY, mode="encrypted", ttl=TTL, leeway=leeway, guard=guard)
     records: list[Redemption] = []
     end = time.time() + chance.uniform(1.0, 3.0)
