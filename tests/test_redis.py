@@ -1358,3 +1358,41 @@ def test_the_acl_the_docs_give_is_enough_to_begin_claim_and_refuse_a_replay(serv
         guard.close()
         server.execute("ACL", "DELUSER", user)
     assert claims == [True, False]
+
+
+# --- a mixed fleet: requeststate 0.3's claims in the namespace ------------------------------------
+
+
+def mixed_fleet_warning(namespace: str) -> str:
+    return (
+        f"Redis holds claims of requeststate 0.3 in namespace {namespace!r} (keys {namespace}:<sha256>): a "
+        "0.3 verifier does not see this release's claims, nor this one its: while both run, a token can "
+        "be redeemed once on each. Stop every 0.3 verifier, or give this release a namespace of its own"
+    )
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_begin_says_that_redis_holds_claims_of_0_3_in_the_namespace(
+    redis_url: str, client: redis.Redis, namespace: str, caplog: pytest.LogCaptureFixture, flavour: str
+) -> None:
+    # 0.3 kept one key per claim, <namespace>:<sha256 of the id>, with a Redis expiry.
+    client.set(f"{namespace}:{hashlib.sha256(b'a 0.3 claim').hexdigest()}", "1", ex=60)
+    guard = build(flavour, redis_url, namespace=namespace)
+    try:
+        guard.begin()
+    finally:
+        guard.close()
+    assert warnings_of(caplog) == [mixed_fleet_warning(namespace)]
+
+
+def test_begin_says_nothing_of_0_3_where_the_namespace_holds_none_of_its_claims(
+    redis_url: str, client: redis.Redis, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    client.set(f"other-{namespace}:{hashlib.sha256(b'another namespace').hexdigest()}", "1", ex=60)
+    client.set(f"{namespace}:not-a-digest", "1", ex=60)
+    guard = RedisGuard.from_url(redis_url, namespace=namespace)
+    try:
+        guard.begin()
+    finally:
+        guard.close()
+    assert warnings_of(caplog) == []

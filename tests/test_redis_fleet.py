@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import threading
 import uuid
 from collections import Counter
@@ -510,3 +511,21 @@ def test_a_whole_cluster_flushed_refuses_every_replay_through_a_process_that_nev
     finally:
         second.close()
     assert (replays, fresh) == ({lost(NOW, NOW + 5): 60}, True)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_begin_on_a_cluster_looks_for_claims_of_0_3_on_every_master(
+    cluster: Cluster, namespace: str, caplog: pytest.LogCaptureFixture, flavour: str
+) -> None:
+    # One claim, on the master its slot names: a look at one master alone misses it, 2 times in 3.
+    claim = f"{namespace}:{hashlib.sha256(b'a 0.3 claim').hexdigest()}"
+    cluster.master_of(claim).execute("SET", claim, "1", "EX", "60")
+    guard = build(flavour, cluster.url, cluster=True, namespace=namespace)
+    try:
+        guard.begin()
+    finally:
+        guard.close()
+    warned = [record.getMessage() for record in caplog.records if record.name == "requeststate.redis"]
+    assert [
+        message.startswith("Redis holds claims of requeststate 0.3 in namespace") for message in warned
+    ] == [True]
