@@ -17,13 +17,16 @@ _PROBE_NEEDS_MCP = "requeststate probe needs the mcp extra: pip install 'request
 
 def run_probe(args: argparse.Namespace) -> int:
     """``requeststate probe``: the exit code of ``requeststate.probe.run``, or 2 for a usage error."""
-    if bool(args.server_command) == (args.url is not None):
+    if bool(args.server_command) == bool(args.url):
         print("error: name the server either as a command after -- or with --url", file=sys.stderr)
         return EXIT_USAGE
-    if (args.header or args.header2) and args.url is None:
+    if (args.header or args.header2) and not args.url:
         print("error: --header and --header2 apply to --url only", file=sys.stderr)
         return EXIT_USAGE
-    if args.env2 and args.url is not None:
+    if args.workers is not None and args.url:
+        print("error: --workers applies to a command only (give --url once per worker)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.env2 and args.url:
         print("error: --env2 applies to a command only (use --header2 with --url)", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -33,18 +36,26 @@ def run_probe(args: argparse.Namespace) -> int:
             print(_PROBE_NEEDS_MCP, file=sys.stderr)
             return EXIT_USAGE
         raise
-    target = probe.Target(command=tuple(args.server_command), url=args.url, headers=dict(args.header))
+    headers = dict(args.header)
+    if args.url:
+        first, *others = (probe.Target(url=url, headers=headers) for url in args.url)
+    else:
+        first = probe.Target(command=tuple(args.server_command))
+        others = [first] * ((args.workers or 1) - 1)  # the command started once per worker
+    target = first
     second = None
     if args.header2 or args.env2:
         second = probe.Target(target.command, target.url, headers=dict(args.header2), env=dict(args.env2))
     options = probe.ProbeOptions(
-        tool=args.tool,
+        tools=tuple(args.tool),
         arguments=args.arguments,
         single_use=args.single_use,
         require_confidential=args.require_confidential,
         ttl=args.ttl,
         second=second,
         wordlists=tuple(args.wordlist),
+        workers=tuple(others),
+        **{name: value for name in ("max_targets", "max_rounds") if (value := getattr(args, name))},
     )
     return probe.run(
         target,
@@ -79,6 +90,16 @@ def _variable(text: str) -> tuple[str, str]:
     if not equals or not name:
         raise argparse.ArgumentTypeError("an environment variable is NAME=VALUE")
     return name, value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -142,7 +163,19 @@ probe cannot run.""",
         metavar="COMMAND",
         help="the command that starts the server over stdio, after --",
     )
-    probe.add_argument("--url", help="a streamable HTTP endpoint instead, e.g. http://127.0.0.1:8000/mcp")
+    probe.add_argument(
+        "--url",
+        action="append",
+        default=[],
+        help="a streamable HTTP endpoint instead, e.g. http://127.0.0.1:8000/mcp; given again, the "
+        "workers of one deployment: states cross between them",
+    )
+    probe.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="start the command N times, as N workers of one deployment: states cross between them",
+    )
     for flag, help_text in (
         (
             "--header",
@@ -172,7 +205,26 @@ probe cannot run.""",
         help="the server's state lifetime: the expiry check waits it out (default: the exp a readable "
         "state carries, if within 10 s)",
     )
-    probe.add_argument("--tool", metavar="NAME", help="probe this tool instead of searching for one")
+    probe.add_argument(
+        "--tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="probe this tool (repeatable) instead of every tool, prompt and resource that answers "
+        "input-required",
+    )
+    probe.add_argument(
+        "--max-targets",
+        type=_positive,
+        metavar="N",
+        help="probe at most N tools, prompts and resources (the report shows the budget)",
+    )
+    probe.add_argument(
+        "--max-rounds",
+        type=_positive,
+        metavar="N",
+        help="walk and probe at most N rounds of each (1: the first round only; the report shows the budget)",
+    )
     probe.add_argument(
         "--arguments",
         type=_json_object,
