@@ -491,6 +491,125 @@ def test_prompts_and_resources_are_discovered_and_probed(build: Any) -> None:
     assert {secure[c].result for c in [*TAMPERING, "random", "repadded"]} == {"PASS"}
 
 
+# --- every tool, prompt and resource, every round ---------------------------------------------------------
+
+
+def failed(report: probe.Report) -> set[tuple[str, str]]:
+    """Each FAIL row: its check id and the state it attacked."""
+    return {(check.id, check.scope) for check in report.checks if check.result == "FAIL"}
+
+
+def test_a_server_that_protects_round_one_and_trusts_round_two_fails_naming_round_two() -> None:
+    report = in_process(gallery.trusts_round_two())
+    round_2 = "tool book_table, round 2"
+    assert failed(report) == {("bit_flip", round_2), ("forged", round_2), ("arguments", round_2)}
+    assert [(scope.name, scope.baseline) for scope in report.scopes] == [
+        ("tool book_table, round 1", f"the unmodified state is {ACCEPTED}"),
+        (round_2, "the unmodified state is accepted: the tool completed"),
+    ]
+
+
+def test_one_bad_tool_among_good_ones_fails_on_that_tool_alone() -> None:
+    report = in_process(gallery.one_bad_tool())
+    assert failed(report) == {
+        (check, f"tool quote, round {number}")
+        for check in ("bit_flip", "random", "forged", "arguments")
+        for number in (1, 2)
+    }
+
+
+def test_every_tool_and_round_is_probed_and_the_report_shows_the_budget() -> None:
+    report = in_process(gallery.one_bad_tool())
+    assert report.budget == (
+        "6 states: tool book_table, rounds 1-2; tool order, rounds 1-2; tool quote, rounds 1-2 "
+        "(budget: 16 tools, prompts or resources, 8 rounds each)"
+    )
+    assert "probed:    6 states: tool book_table, rounds 1-2; " in report.table()
+
+
+def test_a_budget_of_targets_and_rounds_says_what_it_left_out() -> None:
+    report = in_process(gallery.one_bad_tool(), max_targets=2, max_rounds=1)
+    assert (report.budget, {check.scope for check in report.checks}) == (
+        "2 states: tool book_table, round 1 (cut: --max-rounds); tool order, round 1 (cut: --max-rounds) "
+        "(budget: 2 tools, prompts or resources, 1 rounds each; reached, others not tried: --max-targets)",
+        {"tool book_table, round 1", "tool order, round 1"},
+    )
+
+
+def test_tools_named_are_the_ones_probed_every_round() -> None:
+    report = in_process(gallery.one_bad_tool(), tools=("quote", "order"))
+    assert ([scope.name for scope in report.scopes], report.other_tool) == (
+        ["tool quote, round 1", "tool quote, round 2", "tool order, round 1", "tool order, round 2"],
+        "tool order",
+    )
+
+
+# --- the workers of one deployment, in process -----------------------------------------------------------
+
+FLEET = ["worker 1", "worker 2"]
+
+
+def fleet_rows(*workers: object, also: tuple[str, ...] = (), **options: Any) -> dict[str, tuple[str, str]]:
+    """The fleet rows (and the replay row, and ``also``) of a probe of ``workers``, the first the target,
+    on their first round: result and detail, by id."""
+    targets = [probe.Target(server=worker) for worker in workers]
+    report = in_process(targets[0].server, workers=tuple(targets[1:]), max_rounds=1, **options)
+    assert report.workers == FLEET
+    found = rows(report)
+    ids = ("fleet_shared", "fleet_replay", "replay", *also)
+    return {id_: (found[id_].result, found[id_].detail) for id_ in ids}
+
+
+SHARED = (
+    "PASS",
+    f"a state minted by worker 1 was {ACCEPTED} by worker 2; every later check sends its states to "
+    "another worker than the one that minted them",
+)
+
+
+def test_a_guard_per_worker_fails_a_state_redeemed_on_one_worker_then_another() -> None:
+    guarded = [gallery.protected(guard=rs.MemoryGuard()) for _ in range(2)]
+    assert fleet_rows(*guarded, single_use=True) == {
+        "fleet_shared": SHARED,
+        "fleet_replay": (
+            "FAIL",
+            f"redeemed on worker 1, the state was {ACCEPTED} again on worker 2: each worker keeps its own "
+            "record of redeemed states",
+        ),
+        # Minted on worker 1, redeemed twice on worker 2: its guard refuses the second.
+        "replay": ("PASS", f"single-use: the second redemption is {REFUSED}"),
+    }
+
+
+def test_keys_per_worker_fail_a_state_sent_to_another_worker() -> None:
+    own_keys = [gallery.protected(keys=rs.KeyRing(os.urandom(32))) for _ in range(2)]
+    found = fleet_rows(*own_keys)
+    assert (found["fleet_shared"], found["fleet_replay"]) == (
+        ("FAIL", f"a state minted by worker 1 was refused by worker 2 ({REFUSED.removeprefix('refused: ')})"),
+        (
+            "SKIP",
+            "the workers refuse each other's states (see that row): a replay across them proves nothing",
+        ),
+    )
+
+
+def test_a_fleet_sharing_keys_and_guard_passes_every_fleet_row() -> None:
+    guard = rs.MemoryGuard()  # one guard object: what a Redis is to workers in processes of their own
+    found = fleet_rows(gallery.protected(guard=guard), gallery.protected(guard=guard), single_use=True)
+    assert found == {
+        "fleet_shared": SHARED,
+        "fleet_replay": ("PASS", f"redeemed on worker 1, then sent to worker 2: {REFUSED}"),
+        "replay": ("PASS", f"single-use: the second redemption is {REFUSED}"),
+    }
+
+
+def test_once_workers_share_states_every_check_crosses_them() -> None:
+    # The second worker fails open: a flipped bit sent to it goes through, never one sent to the first.
+    alone = rows(in_process(gallery.sealed(), max_rounds=1))["bit_flip"].result
+    found = fleet_rows(gallery.sealed(), gallery.sealed(fail_open=True), also=("bit_flip",))
+    assert (alone, found["fleet_shared"][0], found["bit_flip"][0]) == ("PASS", "PASS", "FAIL")
+
+
 # --- the secure servers pass every row that applies --------------------------------------------------------
 
 

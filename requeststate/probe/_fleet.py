@@ -55,4 +55,4 @@ async def replayed(plan: Plan) -> Verdict:
         refusals.append(again)
     names = ", ".join(worker.name for worker in others)
     verdict, detail = judge(refusals, "")
-    return verdict, f"redeemed on {minter.name}, the state is {detail} on {names}"
+    return verdict, f"redeemed on {minter.name}, then sent to {names}: {detail}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Any, Final
 
 from mcp.server import MCPServer
@@ -69,7 +70,8 @@ def _guard(kind: str) -> rs.Guard | None:
     from requeststate.redis import RedisGuard
 
     guard = RedisGuard.from_url(os.environ[REDIS_URL], namespace=os.environ[NAMESPACE])
-    guard.begin()  # a new Redis accepts the first tokens minted
+    ready = guard.begin()  # on a new Redis, tokens are accepted from this second on (its clock skew)
+    time.sleep(max(0.0, ready - time.time()))  # the port opens, and the worker serves, once ready
     return guard
 
 
