@@ -26,7 +26,7 @@ import fastmcp  # noqa: F401
 import requeststate.probe
 import requeststate.pytest_plugin  # noqa: F401
 from tests.conftest import SECRET
-from tests.support import mcp_servers, probe_gallery, probe_server, processes  # noqa: F401
+from tests.support import mcp_servers, probe_fleet, probe_gallery, probe_server, processes  # noqa: F401
 from tests.support.reference import b64
 
 pytest_plugins = ["pytester"]
@@ -299,6 +299,102 @@ def test_a_url_with_a_second_user_fails_another_user(pytester: pytest.Pytester, 
     )
     result.assert_outcomes(failed=1)
     assert failed_rows(result) == {"state sent as another user": ROUND_1}
+
+
+# --- the workers of one deployment: a list of servers --------------------------------------------------
+
+
+@pytest.fixture
+def memory_fleet() -> Iterator[list[str]]:
+    """Two worker processes over streamable HTTP sharing their keys, each with its own MemoryGuard."""
+    with probe_fleet.fleet("memory", ROOT) as urls:
+        yield urls
+
+
+def test_a_list_of_urls_is_a_fleet_and_a_guard_per_worker_fails_the_users_test(
+    pytester: pytest.Pytester, memory_fleet: list[str]
+) -> None:
+    result = run_user_test(pytester, f"{memory_fleet!r}, single_use=True")
+    result.assert_outcomes(failed=1)
+    assert failed_rows(result) == {"state redeemed on one worker, then another": "tool flow0, round 1"}
+
+
+def test_a_list_of_server_objects_is_a_fleet(pytester: pytest.Pytester) -> None:
+    call = "[gallery.protected(keys=rs.KeyRing.ephemeral()), gallery.protected(keys=rs.KeyRing.ephemeral())]"
+    result = run_user_test(pytester, call)
+    result.assert_outcomes(failed=1)
+    assert failed_rows(result) == {"state sent to another worker": ROUND_1}
+
+
+def test_tools_named_are_probed_alone(pytester: pytest.Pytester) -> None:
+    # One bad tool among good ones: named without it, the user's test passes.
+    result = run_user_test(pytester, 'gallery.one_bad_tool(), tool=["book_table", "order"]')
+    result.assert_outcomes(passed=1)
+
+
+# --- what a server logs stays out of the user's output ----------------------------------------------------
+
+CRASHING_FASTMCP = """
+import json
+import logging
+
+from tests.support.fastmcp_booking import booking
+
+app, _ = booking()
+chain = app._mcp_server.middleware
+chain[:] = [entry for entry in chain if type(entry).__name__ != "RequestStateBoundary"]
+
+
+@app.tool
+async def crash(ctx, restaurant: str = "x") -> str:
+    if ctx.request_state is None:
+        raise ValueError("no state")  # FastMCP logs each error a tool raises, with its traceback
+    return "done"
+"""
+
+
+def test_no_traceback_from_fastmcps_logger_reaches_the_users_output(pytester: pytest.Pytester) -> None:
+    # Every state is the server's own plain text, trusted: the user's test fails, as designed, and
+    # its output holds the report, not the tracebacks FastMCP logs for each call the probe crashes.
+    result = run_user_test(pytester, "app", CRASHING_FASTMCP)
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str() + result.stderr.str()
+    assert (output.count("Traceback"), output.count("no running event loop")) == (0, 0)
+
+
+SELF_LOGGING = """
+import json
+import logging
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp_types import InputRequiredResult
+
+log = logging.getLogger("users.server")
+app = MCPServer("logs its own errors")
+chain = app.middleware
+chain[:] = [entry for entry in chain if type(entry).__name__ != "RequestStateBoundary"]
+
+
+@app.tool()
+async def book(ctx: Context) -> str | InputRequiredResult:
+    if ctx.request_state is None:
+        return InputRequiredResult(request_state=json.dumps({"step": 1}))
+    try:
+        return str(json.loads(ctx.request_state)["step"])
+    except (ValueError, KeyError, TypeError):
+        log.exception("a state it cannot read")
+        raise
+"""
+
+
+def test_what_a_server_logs_is_not_chained_to_the_plugins_own_errors(pytester: pytest.Pytester) -> None:
+    # The server's own logger is the user's, left as it is: its tracebacks show in the failed test's
+    # log, each its own, none chained to "RuntimeError: no running event loop" from the plugin.
+    result = run_user_test(pytester, "app", SELF_LOGGING)
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert ("a state it cannot read" in output, output.count("no running event loop")) == (True, 0)
 
 
 # --- async tests, setup errors, and the extra missing ---------------------------------------------------

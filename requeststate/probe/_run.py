@@ -47,7 +47,7 @@ from ._transport import BoundedTransport, ProtocolBreak, stdio
 
 DEFAULT_TIMEOUT: Final = 60.0
 REPLAY_CONNECTIONS: Final = 7
-"""New connections a refused replay is sent over, under ``single_use``, when the server is a URL: where a
+"""New connections a refused replay is sent over, under ``single_use``, when the server is one URL: where a
 load balancer spreads connections over n workers at random, all 7 land on the worker that redeemed the
 state with a chance of (1/n)**7 (1/128 for 2 workers: a guard per worker is caught 99.2% of the time);
 round robin sends the very next connection to another worker."""
@@ -243,6 +243,9 @@ async def _probe(
                 for number, (worker, client) in enumerate(zip(targets, clients, strict=True), start=1)
             ]
             report.workers = [worker.name for worker in workers] if len(workers) > 1 else []
+            # One URL may front several workers: a replay is sent again over new connections. With
+            # several workers named, the fleet rows replay across them instead.
+            behind_one_address = target.url is not None and len(workers) == 1
             second = options.second
             plans = [
                 Plan(
@@ -255,7 +258,7 @@ async def _probe(
                     second=None if second is None else partial(_session, second, server_log, session.loose),
                     primary=not index,
                     workers=workers if len(workers) > 1 else (),
-                    fresh_connections=REPLAY_CONNECTIONS if target.url is not None and not index else 0,
+                    fresh_connections=REPLAY_CONNECTIONS if behind_one_address and not index else 0,
                 )
                 for index, scope in enumerate(found.scopes)
             ]

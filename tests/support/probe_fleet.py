@@ -18,6 +18,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any, Final
 
 from mcp.server import MCPServer
@@ -27,6 +30,7 @@ from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResul
 import requeststate as rs
 from requeststate.mcp import protect
 from tests.support.probe_schemes import KEY
+from tests.support.processes import free_port, serving
 
 REDIS_URL: Final = "FLEET_REDIS_URL"
 NAMESPACE: Final = "FLEET_NAMESPACE"
@@ -85,6 +89,19 @@ def worker(kind: str) -> MCPServer[Any]:
     keys = rs.KeyRing.ephemeral() if kind == "own-keys" else rs.KeyRing(KEY)
     protect(server, rs.Codec(keys, guard=_guard(kind)))
     return server
+
+
+@contextmanager
+def fleet(kind: str, cwd: Path, env: Mapping[str, str] | None = None) -> Iterator[list[str]]:
+    """Two workers of ``kind``, processes of their own on free loopback ports: their URLs."""
+    environment = {**os.environ, "PYTHONPATH": str(cwd), **(env or {})}
+    with ExitStack() as stack:
+        urls = []
+        for _ in range(2):
+            port = free_port()
+            argv = [sys.executable, "-m", "tests.support.probe_fleet", kind, str(port)]
+            urls.append(stack.enter_context(serving(argv, port, environment, cwd)))
+        yield urls
 
 
 if __name__ == "__main__":
