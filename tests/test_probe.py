@@ -536,6 +536,12 @@ def test_a_budget_of_targets_and_rounds_says_what_it_left_out() -> None:
     )
 
 
+@pytest.mark.parametrize("name", ["max_targets", "max_rounds"])
+def test_a_budget_below_one_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match=f"^{name} must be a positive int, not 0$"):
+        probe.ProbeOptions(**dict[str, Any]({name: 0}))
+
+
 def test_tools_named_are_the_ones_probed_every_round() -> None:
     report = in_process(gallery.one_bad_tool(), tools=("quote", "order"))
     assert ([scope.name for scope in report.scopes], report.other_tool) == (
@@ -1134,6 +1140,14 @@ def test_env2_with_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     )
 
 
+def test_workers_with_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["probe", "--workers", "2", "--url", "http://127.0.0.1:9/mcp"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "error: --workers applies to a command only (give --url once per worker)\n",
+    )
+
+
 @pytest.mark.parametrize(
     ("option", "error"),
     [
@@ -1147,6 +1161,8 @@ def test_env2_with_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
         (["--ttl", "-1"], "--ttl: not a positive number of seconds: '-1'"),
         (["--header", "nocolon"], "--header: a header is NAME: VALUE"),
         (["--env2", "noequals"], "--env2: an environment variable is NAME=VALUE"),
+        (["--workers", "0"], "--workers: not a positive number: '0'"),
+        (["--max-rounds", "two"], "--max-rounds: not a whole number: 'two'"),
     ],
 )
 def test_bad_option_values_are_usage_errors(

@@ -119,12 +119,13 @@ def add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "probe",
         help="check any MCP server's requestState handling, black-box (needs the mcp extra)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="requeststate probe [options] -- COMMAND [ARG ...]\n"
-        "       requeststate probe [options] --url URL",
+        usage="requeststate probe [options] [--workers N] -- COMMAND [ARG ...]\n"
+        "       requeststate probe [options] --url URL [--url URL ...]",
         description="""\
-Connect to an MCP server (protocol 2026-07-28), find a tool, prompt or
-resource that answers input-required with a requestState, and attack it as a
-client without the key would, each attempt on a fresh first round: single
+Connect to an MCP server (protocol 2026-07-28), find every tool, prompt and
+resource that answers input-required with a requestState, walk each flow to
+its end with placeholder answers, and attack the state of every round as a
+client without the key would, each attempt on a fresh round: single
 bits flipped across the decoded token, truncated, extended, the MAC/tag
 removed or truncated, the prefix swapped, a random state; every member of a
 readable state forged (JSON, form text, base64, hex, zlib or gzip, behind any
@@ -132,7 +133,11 @@ prefix), an unkeyed hash recomputed, the MAC key guessed from common secrets
 (--wordlist adds yours), a JWT re-signed with alg none; the token re-spelled
 (padding, alphabet); a genuine state sent with other arguments, to another
 target, as another user (--header2, --env2), after it expired (--ttl), twice;
-and whether the client can read it.
+and whether the client can read it. Given the workers of one deployment (--url
+once per worker, or --workers N to start the command N times), a state minted
+by one is sent to the others and redeemed on one then another, and every check
+crosses workers; behind one URL, under --single-use, a refused replay is sent
+again over 7 new connections.
 
 A check FAILs when the server accepts: it answers with a normal result, or
 with an input-required that moves on; the row names the flaw that proves. It
@@ -144,12 +149,14 @@ handler). So is another spelling of the same token accepted, unless another
 row found the state's integrity broken. A PASS proves that attempt was
 refused, not that the state cannot be forged. The probe first checks that the
 unmodified state is accepted and answered differently from a first call; if
-not, it stops (exit 2). So does a server that breaks the protocol or sends
+not, it stops (exit 2), or, for a later round or another tool, leaves that
+state out and says why. So does a server that breaks the protocol or sends
 more than the probe reads (a message over 4 MiB or 50,000 JSON values). On a
 terminal, a line per check shows on stderr as it runs.
 
 Without --tool, tools, then prompts and resources, are tried in turn with
-placeholder arguments (tools annotated destructiveHint: true are skipped):
+placeholder arguments (tools annotated destructiveHint: true are skipped), up
+to --max-targets of them, each up to --max-rounds rounds:
 point the probe at a test instance, never at production. A spawned server
 inherits this environment and its stderr is kept back, shown only if the
 probe cannot run.""",
