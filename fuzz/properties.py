@@ -359,9 +359,14 @@ def reference_claims(payload: bytes, guarded: bool) -> tuple[str, int, str] | No
         return None
     if token_id is not None and not (isinstance(token_id, str) and 1 <= len(token_id) <= 64):
         return None
-    if guarded and token_id is None:
-        return None  # a guard needs an id to claim
+    if guarded and (token_id is None or document.get("iat") is None):
+        return None  # a guard needs an id to claim, and an iat to date it
     return state, exp, tag
+
+
+def _memory_guard() -> rs.MemoryGuard:
+    # Its memory began before any time a case mints at: it refuses no token for predating it.
+    return rs.MemoryGuard(clock=lambda: INT64_MIN)
 
 
 def _expected(case: Case, how: Minted) -> tuple[bool, Any]:
@@ -388,9 +393,9 @@ def _expected(case: Case, how: Minted) -> tuple[bool, Any]:
 
 def check_case(case: Case) -> None:
     """Run one case through ``verify`` and ``decode``; raise ``PropertyViolation`` if a property fails."""
-    guard = rs.MemoryGuard() if case.guard else None
+    guard = _memory_guard() if case.guard else None
     accepted, outcome = _verify(case, guard)
-    decoded = _decode(case, rs.MemoryGuard() if case.guard else None)
+    decoded = _decode(case, _memory_guard() if case.guard else None)
     if not accepted and decoded is not None:
         raise PropertyViolation(f"verify refused ({outcome}) but decode returned a state")
 

@@ -6,7 +6,7 @@ Build a ``Codec`` once, with the options your deployment chooses; mint with
 with a log-only reason):
 
 ```python
-codec = Codec.from_env()          # REQUESTSTATE_KEYS, REQUESTSTATE_MODE, REQUESTSTATE_TTL
+codec = Codec.from_env()          # REQUESTSTATE_KEYS, _MODE, _TTL, and _GUARD (a replay guard's URL)
 token = codec.encode(state, subject=user, tool="book")
 state = codec.decode(token, subject=user, tool="book")
 ```
@@ -22,10 +22,13 @@ from __future__ import annotations
 
 from ._claims import Claims
 from ._codec import CallOptions, Codec, decode, encode, verify
-from ._env import ENV_KEYS, ENV_MODE, ENV_TTL
+from ._env import ENV_GUARD, ENV_KEYS, ENV_MODE, ENV_TTL
 from ._errors import InvalidToken, KeyBudgetExhausted, Reason
-from ._guard import AsyncGuard, Guard, GuardUnavailable, MemoryGuard
+from ._guard import AsyncGuard, Guard, GuardUnavailable
+from ._guard_url import guard_from_url
 from ._keys import KeyRing, Keys
+from ._ledger import DEFAULT_CLOCK_SKEW
+from ._memory import MemoryGuard
 from ._modes import Mode, ModeName, Modes, ModeSpec
 from ._options import (
     DEFAULT_LEEWAY,
@@ -43,10 +46,12 @@ from ._token_id import minted_at
 from ._version import __version__
 
 __all__ = [
+    "DEFAULT_CLOCK_SKEW",
     "DEFAULT_LEEWAY",
     "DEFAULT_MAX_TOKEN_BYTES",
     "DEFAULT_MODE",
     "DEFAULT_TTL",
+    "ENV_GUARD",
     "ENV_KEYS",
     "ENV_MODE",
     "ENV_TTL",
@@ -76,6 +81,7 @@ __all__ = [
     "__version__",
     "decode",
     "encode",
+    "guard_from_url",
     "minted_at",
     "peek",
     "verify",

@@ -1,10 +1,11 @@
-"""Integers as the wire and the options take them: signed 64-bit, and checked by name and range."""
+"""Numbers as the wire and the options take them: int64 integers, and seconds, checked by name and range."""
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
-__all__ = ["INT64_MAX", "INT64_MIN", "check_int"]
+__all__ = ["INT64_MAX", "INT64_MIN", "check_int", "check_seconds"]
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
@@ -20,6 +21,15 @@ def check_int(name: str, value: object, minimum: int, maximum: int = INT64_MAX) 
     if not minimum <= value <= maximum:
         raise ValueError(f"{name} must be an int from {_bound(minimum)} to {_bound(maximum)}, got {value}")
     return value
+
+
+def check_seconds(name: str, value: object) -> float:
+    """``value`` as a float if it is a positive, finite number of seconds (not a ``bool``); else raise."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value}")
+    return float(value)
 
 
 def _bound(value: int) -> str:

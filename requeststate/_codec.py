@@ -12,7 +12,8 @@ from ._bounds import INT64_MIN, check_int
 from ._claims import Claims
 from ._envelope import open_token, seal_token
 from ._errors import InvalidToken
-from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, is_async_guard, tell_lifetime
+from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, is_async_guard, tell_leeway
+from ._guard_url import guard_from_env
 from ._keys import BoundKey, KeyRing, Keys, as_key_ring
 from ._metrics import Counts, Meter
 from ._modes import Mode, WireMode, modes_from_env, wire_of
@@ -64,23 +65,35 @@ class Codec:
         self._counts: Final = None if settings.metrics is None else Counts(settings.metrics, settings.mode)
         self._guard_is_async: Final = is_async_guard(settings.guard)
         self._ttl: Final = settings.ttl
-        tell_lifetime(settings.guard, settings.ttl + settings.leeway)
+        tell_leeway(settings.guard, settings.leeway)
         # One read of the CSPRNG per token: the minting mode's nonce, then the token id's random bits.
         self._nonce_bytes: Final = self._wires[0].nonce_bytes
         self._random_bytes: Final = self._nonce_bytes + TOKEN_ID_BYTES
 
     @classmethod
-    def from_env(cls, *, environ: Mapping[str, str] | None = None, **options: Unpack[CodecOptions]) -> Codec:
-        """The codec the deployment configures: ``REQUESTSTATE_KEYS`` (required), ``_MODE`` and ``_TTL``.
+    def from_env(
+        cls,
+        *,
+        environ: Mapping[str, str] | None = None,
+        asyncio: bool = False,
+        **options: Unpack[CodecOptions],
+    ) -> Codec:
+        """The deployment's codec: ``REQUESTSTATE_KEYS`` (required), ``_MODE``, ``_TTL``, ``_GUARD``.
 
         The recommended set-up for servers (docs/deployment.md). The variables, when set, win
-        over ``mode`` and ``ttl``; one that cannot be used raises ``ValueError`` naming it and the fix.
-        ``environ``: where to read them; ``None``, the process environment.
+        over ``mode``, ``ttl`` and ``guard``; one that cannot be used raises ``ValueError``
+        naming it and the fix. ``REQUESTSTATE_GUARD`` is a URL (``guard_from_url``); with
+        ``asyncio=True`` it builds the asyncio guard of its store, for ``averify``/``adecode``
+        (an MCP server's). ``environ``: where to read them; ``None``, the process environment.
         """
         environ = os.environ if environ is None else environ  # a default's repr shows in help(): no keys
         options["ttl"] = ttl_from_env(environ, options.get("ttl", DEFAULT_TTL))
         options["mode"] = modes_from_env(environ, options.get("mode", DEFAULT_MODE))
-        return cls(KeyRing.from_env(environ=environ), **options)
+        keys = KeyRing.from_env(environ=environ)  # the keys first: a guard's client is built last
+        guard = guard_from_env(environ, asyncio=asyncio)
+        if guard is not None:
+            options["guard"] = guard
+        return cls(keys, **options)
 
     def replace(self, **changes: Unpack[CodecOptions]) -> Codec:
         """A codec with the same keys and options, but for ``changes``: as ``dataclasses.replace`` does.

@@ -41,6 +41,8 @@ class InvalidToken(Exception):
     else: never token bytes, state, or key material.
     """
 
+    __module__ = "requeststate"  # where users import it: tracebacks and logs name no private module
+
     # No __init__ of our own: Exception's, in C, keeps raising cheap on the
     # refusal path, where an attacker chooses how often we pay for it.
     args: tuple[Reason]
@@ -56,3 +58,5 @@ class KeyBudgetExhausted(RuntimeError):
 
     Rotate to a new secret (``KeyRing(new, old)``) or mint with ``mode="xchacha"``.
     """
+
+    __module__ = "requeststate"  # as InvalidToken's

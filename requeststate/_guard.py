@@ -9,37 +9,27 @@ fails closed.
 
 from __future__ import annotations
 
-import heapq
 import inspect
-import threading
-import time
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Final, Protocol, final
+from collections.abc import Awaitable, Coroutine
+from typing import Final, Protocol
 
-from ._bounds import check_int
 from ._errors import InvalidToken, Reason
 
 __all__ = [
     "ASYNC_GUARD_NEEDS_AWAIT",
-    "DEFAULT_CAPACITY",
     "AsyncGuard",
     "Guard",
     "GuardUnavailable",
-    "MemoryGuard",
     "aclaim",
     "check_claim_window",
     "check_guard",
     "claim",
     "is_async_guard",
-    "tell_lifetime",
+    "tell_leeway",
 ]
 
-DEFAULT_CAPACITY: Final = 100_000
 ASYNC_GUARD_NEEDS_AWAIT: Final = "an async guard needs averify() or adecode()"
 """What a sync call with an async guard raises (``TypeError``), up front or at the claim."""
-# How much faster than the monotonic clock MemoryGuard's purge clock may run to
-# catch up with a wall clock that stepped forward: 1 s per 64 s.
-PURGE_CATCH_UP: Final = 1 / 64
 
 
 class GuardUnavailable(Exception):
@@ -49,13 +39,19 @@ class GuardUnavailable(Exception):
     never a token id.
     """
 
+    __module__ = "requeststate"  # as InvalidToken's: tracebacks and logs name no private module
+
 
 class Guard(Protocol):
     """Records redeemed token ids: the first claim of an id wins, every later one is a replay.
 
-    A guard may also define ``learn_lifetime(seconds)``: each ``Codec`` built with
-    the guard calls it once with its ``ttl + leeway``, the longest its tokens live,
-    and the guard raises ``ValueError`` there if it cannot serve such tokens.
+    The id claimed is ``<iat>-<id>``: it tells when its token was minted
+    (``requeststate.minted_at``), so that a guard whose store lost its memory can refuse
+    every token minted before the loss. A guard may also define ``learn_leeway(seconds)``:
+    each ``Codec`` built with the guard calls it once with its ``leeway``, and the guard
+    raises ``ValueError`` there if it cannot serve tokens held that long; and
+    ``begin(now=None)``, which ``requeststate.mcp.protect`` calls when the server starts,
+    returning the first unix second whose tokens it accepts.
     """
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
@@ -105,11 +101,11 @@ def is_async_guard(guard: object) -> bool:
     return inspect.iscoroutinefunction(getattr(guard, "claim", None))
 
 
-def tell_lifetime(guard: object, lifetime: int) -> None:
-    """Tell ``guard`` how long a codec's tokens live (``ttl + leeway``), if it has ``learn_lifetime``."""
-    learn = getattr(guard, "learn_lifetime", None)
+def tell_leeway(guard: object, leeway: int) -> None:
+    """Tell ``guard`` a codec's ``leeway``, if it has ``learn_leeway``."""
+    learn = getattr(guard, "learn_leeway", None)
     if callable(learn):
-        learn(lifetime)
+        learn(leeway)
 
 
 def _settle(claimed: object) -> None:
@@ -126,8 +122,9 @@ def _settle(claimed: object) -> None:
 def claim(guard: Guard | AsyncGuard, token_id: str | None, expires_at: int, now: int) -> None:
     """Claim a verified token's id in ``guard``: return on its first claim, else raise why it is refused.
 
-    A token with no id (another writer's: mcp.d mints none) cannot be made
-    single-use, and is refused as ``malformed`` wherever a guard is in use.
+    A token with no id (another writer's: mcp.d mints none) or no ``iat`` (requeststate
+    0.3's) cannot be made single-use (``claim_id`` gives ``None``), and is refused as
+    ``malformed`` wherever a guard is in use.
 
     Raises:
         InvalidToken: ``replayed``, ``guard_unavailable`` or ``malformed``.
@@ -153,111 +150,3 @@ async def aclaim(guard: AsyncGuard | Guard, token_id: str | None, expires_at: in
     except GuardUnavailable:
         raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
     _settle(claimed)
-
-
-@final
-class MemoryGuard:
-    """A replay guard in this process's memory, for a server that runs as one process.
-
-    Thread-safe (one lock) and bounded: it holds at most ``capacity`` live ids.
-    Expired ids are purged on each ``claim``, oldest first, in amortised
-    ``O(log n)`` time, with no background thread.
-
-    Sizing: it holds the id of every token redeemed within one TTL plus leeway,
-    about 220 bytes each. Only tokens that passed every other check reach it,
-    so filling it takes that many tokens the server minted for authenticated
-    users: a client that can mint and redeem without limit can fill it. When
-    full of live ids it raises ``GuardUnavailable`` (every redemption is then
-    refused) rather than forget one, which would let that token be replayed,
-    and logs one warning each time it fills. Size ``capacity`` for the peak
-    redemptions in one TTL, and rate-limit minting per user, which is what
-    protects it.
-
-    The clock: ids are purged by the verifier's ``now``, but never faster than
-    a monotonic clock allows. After the wall clock steps forward, the purge
-    clock catches up at 1 s per 64 s, so a clock that steps forward and back
-    cannot empty the guard of ids whose tokens are still valid; a step
-    backward is followed at once. (Ids are then held longer, never shorter.)
-
-    Its ids die with the process, and other processes do not see them: behind
-    several workers or hosts, use ``requeststate.redis.RedisGuard``.
-    """
-
-    __slots__ = ("_capacity", "_full", "_heap", "_held", "_lock", "_monotonic", "_purged_to")
-
-    def __init__(
-        self, capacity: int = DEFAULT_CAPACITY, *, monotonic: Callable[[], float] = time.monotonic
-    ) -> None:
-        """Make an empty guard that holds at most ``capacity`` live ids (a positive ``int``).
-
-        ``monotonic`` is the clock that bounds purging (tests inject one).
-        """
-        check_int("capacity", capacity, 1)
-        if not callable(monotonic):
-            raise TypeError("monotonic must be a callable returning seconds")
-        self._capacity: Final = capacity
-        self._monotonic: Final = monotonic
-        self._lock: Final = threading.Lock()
-        # Each held id is in both: the set answers "claimed?", the heap finds the
-        # next to expire. An id enters once and leaves once, so they stay in step.
-        self._held: Final[set[str]] = set()
-        self._heap: Final[list[tuple[int, str]]] = []
-        # (purge clock, monotonic reading) at the last claim; None before the first.
-        self._purged_to: tuple[float, float] | None = None
-        self._full = False
-
-    @property
-    def capacity(self) -> int:
-        """The most live ids this guard holds before it fails closed."""
-        return self._capacity
-
-    def _purge_clock(self, now: int) -> float:
-        """The time to purge up to: ``now``, unless that runs ahead of the monotonic clock."""
-        elapsed = self._monotonic()
-        if self._purged_to is None:
-            clock = float(now)
-        else:
-            last, then = self._purged_to
-            clock = min(float(now), last + max(0.0, elapsed - then) * (1 + PURGE_CATCH_UP))
-        self._purged_to = (clock, elapsed)
-        return clock
-
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
-
-        Raises:
-            GuardUnavailable: the guard is full of ids that have not expired.
-            ValueError: ``expires_at`` is before ``now``.
-        """
-        check_claim_window(expires_at, now)
-        with self._lock:
-            heap = self._heap
-            clock = self._purge_clock(now)
-            while heap and heap[0][0] < clock:
-                self._held.remove(heapq.heappop(heap)[1])
-            if token_id in self._held:
-                return False
-            if len(self._held) >= self._capacity:
-                if not self._full:
-                    self._full = True
-                    import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
-
-                    logging.getLogger("requeststate").warning(
-                        "MemoryGuard is full (%d live ids): every redemption is refused until ids "
-                        "expire; raise its capacity or rate-limit minting per user",
-                        self._capacity,
-                    )
-                raise GuardUnavailable(
-                    f"MemoryGuard is full: {self._capacity} ids have not expired yet (raise its capacity)"
-                )
-            self._full = False
-            self._held.add(token_id)
-            heapq.heappush(heap, (expires_at, token_id))
-            return True
-
-    def __len__(self) -> int:
-        """The number of ids held, including expired ones not purged yet."""
-        return len(self._held)
-
-    def __repr__(self) -> str:
-        return f"MemoryGuard(capacity={self._capacity}, size={len(self._held)})"

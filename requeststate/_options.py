@@ -67,8 +67,8 @@ class CodecOptions(TypedDict, total=False):
     guard: Guard | AsyncGuard | None
     """A replay guard instance (``MemoryGuard()``, ``RedisGuard``, any ``Guard`` or
     ``AsyncGuard``): every token is accepted once, claimed after every other check.
-    The codec tells the guard its ``ttl + leeway`` (``Guard.learn_lifetime``), and a
-    guard that cannot keep claims that long refuses it then. Default ``None``."""
+    The codec tells the guard its ``leeway`` (``Guard.learn_leeway``), and a guard
+    that serves codecs of another leeway refuses it then. Default ``None``."""
     clock: Callable[[], float] | None
     """Unix seconds, read on each call without ``now=``; ``time.time`` when ``None``, the default."""
     metrics: Meter | None

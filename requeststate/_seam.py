@@ -7,21 +7,35 @@ module (tests/test_imports.py checks the import graph). Each name is private for
 - ``Counts``: the counters of docs/metrics.md, for an integration that counts with
   attributes of its own (``requeststate.mcp`` adds each request's method). A user's codec
   counts by itself; the instruments' names and attributes are the documented surface.
-- ``check_int`` and ``refuse_unknown``: the checks of every integer option and of option
-  names, so that a Redis guard's options fail in the very words of a codec's ("ttl must be
-  an int from 1 to 86400, got 0", "unexpected option(s) tll; the options are ...").
-- ``check_claim_window``: the ``Guard`` contract's refusal of a claim whose window is
-  over, in one wording for ``MemoryGuard`` and the Redis guards.
+- ``check_int``, ``check_seconds`` and ``refuse_unknown``: the checks of every integer
+  option, of every timeout, and of option names, so that a guard's options fail in the
+  very words of a codec's ("ttl must be an int from 1 to 86400, got 0", "unexpected
+  option(s) tll; the options are ...").
+- ``Ledger`` (with its ``Claim``, ``Answer`` and ``Status``): the rules that make single
+  use hold on a store that can forget (dating its memory, the ``iat`` rule, pruning, the
+  terms a namespace's verifiers share), in one place for ``MemoryGuard``, the Redis guards
+  and the SQLite guards: each store only runs them atomically.
 - ``COMMON_SECRETS``: the package's data file of well-known secrets, which ``KeyRing``
   refuses and the probe guesses: one list for both.
 """
 
 from __future__ import annotations
 
-from ._bounds import check_int
-from ._guard import check_claim_window
+from ._bounds import check_int, check_seconds
+from ._ledger import Answer, Claim, Ledger, Status, member_of
 from ._metrics import Counts
 from ._options import refuse_unknown
 from ._secrets import COMMON_SECRETS
 
-__all__ = ["COMMON_SECRETS", "Counts", "check_claim_window", "check_int", "refuse_unknown"]
+__all__ = [
+    "COMMON_SECRETS",
+    "Answer",
+    "Claim",
+    "Counts",
+    "Ledger",
+    "Status",
+    "check_int",
+    "check_seconds",
+    "member_of",
+    "refuse_unknown",
+]

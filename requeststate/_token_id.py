@@ -5,7 +5,7 @@ was minted (docs/wire-format.md). A guard is asked to claim ``<iat>-<id>``
 (``claim_id``), so that it can read when the token was minted (``minted_at``) and
 refuse every token minted before its store's memory began (docs/replay-guards.md),
 with the ``Guard`` protocol unchanged. A token with no ``iat`` (requeststate 0.3's,
-another writer's) is claimed by its ``id`` alone, which tells no time.
+another writer's) tells no time: it has no claim id, and a guard refuses it.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ _DATED: Final = re.compile(r"(-?[0-9]{1,19})-[0-9a-f]{32}")
 def claim_id(token_id: str | None, minted: int | None) -> str | None:
     """What a guard claims for a token of ``id`` ``token_id`` and ``iat`` ``minted``.
 
-    ``None`` for a token with no id: it cannot be made single-use.
+    ``None`` for a token with no id or no ``iat``: it cannot be made single-use.
     """
     if token_id is None or minted is None:
-        return token_id
+        return None
     return f"{minted}-{token_id}"
 
 

@@ -422,10 +422,11 @@ def _cluster_is_ok(servers: list[Server]) -> bool:
 
 @contextmanager
 def running_cluster(masters: int = 3, replicas: int = 0) -> Iterator[Cluster]:
-    """A Redis Cluster of ``masters`` masters (3 at least), each with ``replicas`` replicas.
+    """A Redis Cluster of ``masters`` masters, each with ``replicas`` replicas.
 
     Built as an operator would: redis-server with ``--cluster-enabled yes``, then
-    ``redis-cli --cluster create``. Yields once every node reports ``cluster_state:ok``.
+    ``redis-cli --cluster create`` (which needs 3 masters); one master without
+    replicas is given every slot itself. Yields once every node reports ``cluster_state:ok``.
     """
     cli = shutil.which("redis-cli")
     if cli is None:
@@ -436,14 +437,17 @@ def running_cluster(masters: int = 3, replicas: int = 0) -> Iterator[Cluster]:
             start("--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
             for _ in range(masters * (1 + replicas))
         ]
-        addresses = [f"127.0.0.1:{server.port}" for server in servers]
-        subprocess.run(  # noqa: S603 (redis-cli, fixed arguments)
-            [cli, "--cluster", "create", *addresses, "--cluster-replicas", str(replicas), "--cluster-yes"],
-            check=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            timeout=START_SECONDS,
-        )
+        nodes = [f"127.0.0.1:{server.port}" for server in servers]
+        if len(servers) == 1:
+            servers[0].execute("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        else:
+            subprocess.run(  # noqa: S603 (redis-cli, fixed arguments)
+                [cli, "--cluster", "create", *nodes, "--cluster-replicas", str(replicas), "--cluster-yes"],
+                check=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                timeout=START_SECONDS,
+            )
         wait_until(lambda: _cluster_is_ok(servers), "the cluster did not reach cluster_state:ok")
         roles = {server.port: server.execute("INFO", "replication")["role"] for server in servers}
         cluster = Cluster(

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
+import dataclasses
 import io
 import json
 import re
+import sqlite3
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,24 +27,34 @@ from typing import Any
 import pytest
 
 import requeststate as rs
+import requeststate.mcp
 from requeststate import bench
-from requeststate.bench import _run as bench_run_module
+from requeststate.bench import _guards as bench_guards_module
+from requeststate.bench._claims import (
+    CONCURRENCY,
+    MAX_TOKENS,
+    ClaimLevel,
+    claims_async,
+    claims_threads,
+    stops_rising_at,
+    tokens_for,
+)
+from requeststate.bench._guards import NAMESPACE_PREFIX, NEEDS_EXTRA, claim_keys, guard_from_url, shown_url
+from requeststate.bench._mcp import FASTMCP_BOUNDARY, FASTMCP_PROTECT, MCPD, PROTECT, SDK_BOUNDARY, USE_CODEC
 from requeststate.bench._measure import (
-    MEMORY_GUARD,
-    NO_GUARD,
-    REDIS_GUARD,
+    ASYNC,
+    MCP_MISSING,
     SUBJECT,
+    SYNC,
     TOOL,
-    FreshDecodes,
+    BoundaryResult,
     GuardResult,
     ModeResult,
-    RenewedMemoryGuard,
     Results,
-    measure_all,
+    measure_guard,
 )
-from requeststate.bench._options import MIN_STATE_BYTES, ConfigError, Settings, generated_state
-from requeststate.bench._redis import NEEDS_EXTRA, claim_keys, shown_url
-from requeststate.bench._report import reading, text
+from requeststate.bench._options import MEMORY_URL, MIN_STATE_BYTES, ConfigError, Settings, generated_state
+from requeststate.bench._report import text, verdict
 from requeststate.bench._timing import MIN_ROUNDS, Batch, Timing, measure
 from requeststate.redis import CLUSTER_BUCKETS, claim_location
 
@@ -89,9 +104,9 @@ def evalsha_calls(server: Server) -> int:
 # --- the package ---------------------------------------------------------------------
 
 
-def test_the_package_offers_the_command_line_add_arguments_and_run_only() -> None:
-    # Catches: internals exported, or a function the CLI calls renamed.
-    assert bench.__all__ == ["add_arguments", "run"]
+def test_the_package_offers_the_command_line_and_the_mcp_rounds_only() -> None:
+    # Catches: internals exported, or a function the CLI or benchmarks.mcp_rounds calls renamed.
+    assert bench.__all__ == ["add_arguments", "boundary_rounds", "run", "signed_in"]
 
 
 def _imported_modules(source: Path) -> list[tuple[str, int]]:
@@ -123,16 +138,16 @@ def test_the_package_imports_only_public_requeststate_and_runs_no_repository_fil
 
 
 def _documented_json() -> tuple[list[str], dict[str, list[str]]]:
-    """The bench section's ``--json`` table: the fields, and the members of ``modes`` and ``guards``."""
+    """The bench section's ``--json`` table: the fields, and the members of the fields holding objects."""
     section = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").partition("## bench")[2]
     table = section.partition("### `--json`")[2]
     fields, members = [], {}
     for row in re.finditer(r"^\| `(\w+)` \| (.*) \|$", table, re.MULTILINE):
         fields.append(row[1])
-        if row[1] in ("modes", "guards"):
+        if row[1] in ("modes", "mcp", "guards", "levels", "round", "bounds"):
             # The members are the backticked names before each comma, or before a parenthesis.
             members[row[1]] = re.findall(r"`(\w+)`(?= \(|,|$)", row[2].partition(": ")[2])
-    return fields, members
+    return [field for field in fields if field != "levels"], members
 
 
 def test_json_has_the_documented_fields_for_the_modes_and_the_state_size_asked() -> None:
@@ -147,18 +162,84 @@ def test_json_has_the_documented_fields_for_the_modes_and_the_state_size_asked()
     assert list(document) == fields
     assert [mode["mode"] for mode in document["modes"]] == ["xchacha", "signed"]
     assert document["guard_mode"] == "xchacha"
-    assert [guard["guard"] for guard in document["guards"]] == [NO_GUARD, MEMORY_GUARD]
+    assert [(guard["guard"], guard["path"]) for guard in document["guards"]] == [
+        (MEMORY_URL, SYNC),
+        (MEMORY_URL, ASYNC),
+    ]
     assert (document["state_bytes"], document["state_file"], document["keys"]) == (300, None, 1)
-    assert (document["redis"], document["cluster"], document["seconds"]) == (None, False, 0.3)
+    assert (document["seconds"], document["mcp_missing"]) == (0.3, None)
     assert document["rounds"] >= MIN_ROUNDS
     for mode in document["modes"]:
         assert list(mode) == members["modes"]
         # round_us is printed to 0.001 µs: rounds/s agrees with it to 1 in 10,000.
         assert mode["rounds_per_second"] == pytest.approx(1e6 / mode["round_us"], rel=1e-4)
+    assert [boundary["boundary"] for boundary in document["mcp"]] == [
+        SDK_BOUNDARY,
+        PROTECT,
+        MCPD,
+        USE_CODEC,
+        FASTMCP_BOUNDARY,
+        FASTMCP_PROTECT,
+    ]
+    for boundary in document["mcp"]:
+        assert list(boundary) == members["mcp"]
     for guard in document["guards"]:
         assert list(guard) == members["guards"]
-        assert guard["refused"] == 0
-    assert document["guards"][0]["added_us"] == 0
+        assert [level["concurrency"] for level in guard["levels"]] == list(CONCURRENCY)
+        for level in guard["levels"]:
+            assert list(level) == members["levels"]
+            assert level["refused"] == 0
+    assert list(document["round"]) == members["round"]
+    assert document["round"]["layer"] == PROTECT
+    assert [list(bound) for bound in document["bounds"]] == [members["bounds"]]
+
+
+def test_the_mcp_rounds_are_protect_on_the_first_mode_beside_the_sdks_boundary() -> None:
+    # Catches: protect() measured on a codec other than the run's (another mode), a ratio taken
+    # against the wrong boundary, or protect(FastMCP) compared with the SDK's instead of FastMCP's.
+    document = bench_json("--mode", "signed,encrypted", "--state-bytes", "200")
+    rounds = {boundary["boundary"]: boundary for boundary in document["mcp"]}
+    assert rounds[SDK_BOUNDARY]["versus"] is None
+    assert rounds[PROTECT]["versus"] == SDK_BOUNDARY
+    assert rounds[PROTECT]["ratio"] == pytest.approx(
+        rounds[PROTECT]["round_us"] / rounds[SDK_BOUNDARY]["round_us"], abs=1e-3
+    )
+    assert rounds[FASTMCP_PROTECT]["versus"] == FASTMCP_BOUNDARY
+    assert document["round"] == {
+        "layer": PROTECT,
+        "round_us": rounds[PROTECT]["round_us"],
+        "rounds_per_second": rounds[PROTECT]["rounds_per_second"],
+    }
+
+
+def test_boundary_rounds_protect_the_codec_given_and_hand_the_handler_the_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Catches: our boundaries built on keys or a mode of their own (the run's codec ignored), or a
+    # round that does not reach the handler (the state lost on the way).
+    given: list[object] = []
+
+    class RecordingBoundary(requeststate.mcp.Boundary):
+        def __init__(self, keys: rs.Keys | rs.Codec, /, **options: Any) -> None:
+            given.append(keys)
+            super().__init__(keys, **options)
+
+    monkeypatch.setattr(requeststate.mcp, "Boundary", RecordingBoundary)
+    state = generated_state(100)
+    codec = rs.Codec(rs.KeyRing(SECRET), mode="signed")
+    with bench.signed_in():
+        rounds = bench.boundary_rounds(state, codec)
+        assert {name: round_trip() for name, round_trip in rounds.items()} == dict.fromkeys(rounds, state)
+    assert given == [codec, codec]  # protect() and protect(bind="mcpd")
+
+
+def test_without_the_mcp_extra_the_boundaries_are_named_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Catches: an ImportError's traceback, or a verdict that names protect() without measuring it.
+    monkeypatch.setitem(sys.modules, "mcp.server.request_state", None)
+    document = bench_json("--mode", "signed")
+    assert (document["mcp"], document["mcp_missing"]) == ([], MCP_MISSING)
+    assert document["round"]["layer"] == "the signed codec"
+    assert f"protect() and the SDK's boundary {MCP_MISSING}" in document["verdict"]
 
 
 @pytest.mark.parametrize("size", [MIN_STATE_BYTES, MIN_STATE_BYTES + 1, 64, 1001])
@@ -186,29 +267,32 @@ def test_a_state_file_is_measured_as_its_text_and_its_size_in_bytes(tmp_path: Pa
 def test_keys_sets_the_length_of_every_codecs_ring_and_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     # Catches: --keys reported but a ring of one key measured.
     rings = []
-    real_codec = rs.Codec
+    real_init = rs.Codec.__init__
 
-    def recording_codec(keys: rs.KeyRing, /, **options: Any) -> rs.Codec:
+    def recording_init(self: rs.Codec, keys: rs.KeyRing, /, **options: Any) -> None:
         rings.append(len(keys))
-        return real_codec(keys, **options)
+        real_init(self, keys, **options)
 
-    monkeypatch.setattr(rs, "Codec", recording_codec)
+    monkeypatch.setattr(rs.Codec, "__init__", recording_init)
     document = bench_json("--keys", "3", "--mode", "encrypted")
     assert document["keys"] == 3
-    assert len(rings) >= 2  # the mode's codec, and the MemoryGuard's
+    assert len(rings) >= 3  # the mode's codec, and a guard's per path
     assert rings == [3] * len(rings)
 
 
-def test_the_default_run_finishes_with_every_mode_and_the_memory_guard() -> None:
+def test_the_default_run_finishes_with_every_mode_the_boundaries_and_the_memory_guard() -> None:
     # Catches: a default that measures less than documented, or a run that does not finish.
     code, out = bench_run()
     assert code == 0
     lines = out.splitlines()
     assert lines[0].endswith(": a 64-byte state (generated), a ring of 1 key")
     first_words = [line.partition(" ")[0] for line in lines]
-    for row in ["signed", "encrypted", "xchacha", NO_GUARD, MEMORY_GUARD]:
+    for row in ["signed", "encrypted", "xchacha", SDK_BOUNDARY.partition(" ")[0], PROTECT]:
         assert first_words.count(row) == 1, row
-    assert lines[-1].startswith("reading: signed costs ")
+    assert first_words.count(MEMORY_URL) == 2  # a row for each path; its other levels leave the name out
+    verdict_at = lines.index("verdict:")
+    assert lines[verdict_at + 1].startswith("  a round: protect() ")
+    assert lines[verdict_at + 2].startswith("  memory (MemoryGuard): ")
 
 
 def test_the_default_budget_is_5_seconds() -> None:
@@ -218,107 +302,180 @@ def test_the_default_budget_is_5_seconds() -> None:
     assert parser.parse_args([]).seconds == 5.0
 
 
-# --- the reading ---------------------------------------------------------------------
-
-_ROW = re.compile(
-    r"^(?P<mode>signed|encrypted|xchacha) +[\d,]+ B +[\d.]+ µs +[\d.]+ µs +(?P<round>[\d.]+) µs "
-)
-_COMPARISON = re.compile(r"^reading: (?P<first>\w+) costs (?P<what>.+?) here(;|$)")
-
-
-def test_the_reading_names_both_modes_and_agrees_with_the_table() -> None:
-    # Catches: the difference's sign inverted, taken from another column, or written in advance.
-    code, out = bench_run("--mode", "encrypted,signed")
-    assert code == 0
-    rounds = {row["mode"]: float(row["round"]) for line in out.splitlines() if (row := _ROW.match(line))}
-    assert list(rounds) == ["encrypted", "signed"]
-    comparison = _COMPARISON.match(out.splitlines()[-1])
-    assert comparison is not None
-    assert comparison["first"] == "encrypted"
-    difference = rounds["encrypted"] - rounds["signed"]
-    if difference == 0:
-        assert comparison["what"] == "the same a round as signed"
-    else:
-        direction = "more" if difference > 0 else "less"
-        share = f"{abs(difference) / rounds['signed']:.0%}"
-        assert comparison["what"] == f"{abs(difference):.2f} µs ({share}) a round {direction} than signed"
+# --- the verdict ---------------------------------------------------------------------
 
 
 def _timing(median_us: float) -> Timing:
     return Timing(median_us=median_us, best_us=median_us, calls=1, samples=MIN_ROUNDS)
 
 
-def _settings(modes: tuple[rs.Mode, ...], redis_url: str | None = None) -> Settings:
+def _settings(modes: tuple[rs.Mode, ...], guard_urls: tuple[str, ...] = (MEMORY_URL,)) -> Settings:
     return Settings(
         state=generated_state(64),
         state_file=None,
         modes=modes,
         keys=1,
-        redis_url=redis_url,
-        cluster=redis_url is not None,
+        guard_urls=guard_urls,
         seconds=1.0,
         as_json=False,
     )
 
 
+def _levels(*claims_per_second: float) -> tuple[ClaimLevel, ...]:
+    return tuple(
+        ClaimLevel(concurrency, round(rate), 0, 1.0, 10.0, 20.0)
+        for concurrency, rate in zip(CONCURRENCY, claims_per_second, strict=True)
+    )
+
+
 def _results(
-    rounds: dict[rs.Mode, float], memory_added_us: float, *, redis_url: str | None = None, refused: int = 0
+    boundaries: dict[str, float], guards: dict[tuple[str, str], tuple[float, ...]], *, round_us: float = 8.0
 ) -> Results:
-    modes = tuple(
-        ModeResult(mode, 300, _timing(round_us / 2), _timing(round_us / 2), _timing(round_us))
-        for mode, round_us in rounds.items()
-    )
-    guards = (
-        GuardResult(NO_GUARD, _timing(4.0), 0.0, decodes=10, refused=0),
-        GuardResult(
-            MEMORY_GUARD, _timing(4.0 + memory_added_us), memory_added_us, decodes=10, refused=refused
+    urls = tuple(dict.fromkeys(url for url, _ in guards))
+    return Results(
+        _settings((rs.Mode.ENCRYPTED,), urls),
+        (ModeResult(rs.Mode.ENCRYPTED, 300, _timing(4.0), _timing(4.0), _timing(round_us)),),
+        tuple(BoundaryResult(name, _timing(us)) for name, us in boundaries.items()),
+        None if boundaries else MCP_MISSING,
+        tuple(
+            GuardResult(url, "RedisGuard" if path == SYNC else "AsyncRedisGuard", path, _levels(*rates))
+            for (url, path), rates in guards.items()
         ),
+        level_seconds=0.1,
+        rounds=MIN_ROUNDS,
+        seconds_taken=1.0,
     )
-    return Results(_settings(tuple(rounds), redis_url), modes, guards, rounds=MIN_ROUNDS, seconds_taken=1.0)
+
+
+def test_the_verdict_names_the_guard_when_it_claims_fewer_per_second_than_a_round_runs() -> None:
+    # Catches: the comparison inverted, the best level taken from one path only, the round taken
+    # from the codec when protect() was measured, the FastMCP ratio against the SDK's boundary.
+    url = "redis://:hunter2@cache:6379/0"
+    results = _results(
+        {SDK_BOUNDARY: 100.0, PROTECT: 40.0, FASTMCP_BOUNDARY: 80.0, FASTMCP_PROTECT: 44.0},
+        {(url, SYNC): (2_000, 6_000, 6_200), (url, ASYNC): (3_000, 9_000, 9_500)},
+    )
+    assert verdict(results) == [
+        "a round: protect() 40.00 µs, 25,000 rounds/s on one core, 0.40x the SDK boundary's round; "
+        "the encrypted codec's encode and decode 8.00 µs; protect(FastMCP) 0.55x FastMCP's own boundary",
+        "redis://cache:6379/0 (AsyncRedisGuard): 9,500 claims/s, async at 64 tasks (stops rising past "
+        "8 tasks), against 25,000 rounds/s: the guard bounds a round",
+        "not measured here: your transport (HTTP, JSON-RPC framing) and your handlers; a server far below "
+        "these rates spends its time there",
+    ]
+
+
+def test_without_protect_the_verdict_compares_the_guard_with_the_codecs_round() -> None:
+    # Catches: a verdict that needs protect(), or the guard named as the bound when it is faster.
+    results = _results({}, {(MEMORY_URL, SYNC): (200_000, 150_000, 90_000), (MEMORY_URL, ASYNC): (1, 2, 3)})
+    assert verdict(results)[:3] == [
+        "a round: the encrypted codec 8.00 µs, 125,000 rounds/s on one core",
+        "memory (RedisGuard): 200,000 claims/s, sync at 1 thread (stops rising past 1 thread), against "
+        "125,000 rounds/s: the round (the encrypted codec), not the guard, bounds it",
+        f"protect() and the SDK's boundary {MCP_MISSING}",
+    ]
 
 
 @pytest.mark.parametrize(
-    ("rounds", "memory_added_us", "expected"),
+    ("rates", "expected"),
     [
-        (
-            {rs.Mode.ENCRYPTED: 8.0, rs.Mode.SIGNED: 7.6, rs.Mode.XCHACHA: 15.0},
-            1.05,
-            "encrypted costs 0.40 µs (5%) a round more than signed and 7.00 µs (47%) a round less than "
-            "xchacha here; a MemoryGuard adds 1.05 µs a round",
-        ),
-        (
-            {rs.Mode.SIGNED: 7.6, rs.Mode.ENCRYPTED: 8.0},
-            0.5,
-            "signed costs 0.40 µs (5%) a round less than encrypted here; a MemoryGuard adds 0.50 µs a round",
-        ),
-        (
-            # Equal as printed (to 0.01 µs): the words say so, whatever the third decimal said.
-            {rs.Mode.SIGNED: 7.604, rs.Mode.ENCRYPTED: 7.601},
-            -0.02,
-            "signed costs the same a round as encrypted here; a MemoryGuard adds nothing measurable",
-        ),
-        (
-            {rs.Mode.SIGNED: 8.0},
-            2.0,
-            "one signed round costs 8.00 µs here, 125,000 rounds/s on one core; "
-            "a MemoryGuard adds 2.00 µs a round",
-        ),
+        ((1_000, 5_000, 20_000), None),
+        ((1_000, 5_000, 5_400), 8),
+        ((1_000, 1_099, 20_000), 1),
+        ((1_000, 800, 700), 1),
     ],
 )
-def test_the_reading_says_more_less_or_the_same_as_the_medians_say(
-    rounds: dict[rs.Mode, float], memory_added_us: float, expected: str
+def test_throughput_stops_rising_where_the_next_level_adds_under_10_percent(
+    rates: tuple[float, ...], expected: int | None
 ) -> None:
-    # Catches: the sign inverted, the share taken of the wrong mode, noise reported as a
-    # negative cost, a difference too small to print read as one.
-    assert reading(_results(rounds, memory_added_us)) == expected
+    # Catches: the knee placed at the level past it, a fall read as a rise, 9.9% counted as growth.
+    assert stops_rising_at(_levels(*rates)) == expected
 
 
-def test_the_report_names_the_redis_without_its_password_and_counts_refusals() -> None:
-    # Catches: a password printed in the report, refused claims hidden inside a median.
-    report = text(_results({rs.Mode.SIGNED: 8.0}, 1.0, redis_url="redis://:hunter2@cache:6379/0", refused=3))
+def test_the_report_shows_a_redis_without_its_password_and_counts_refusals() -> None:
+    # Catches: a password printed in the report, refused claims hidden inside a rate.
+    url = "redis://:hunter2@cache:6379/0"
+    results = _results({}, {(url, SYNC): (1, 2, 3), (url, ASYNC): (1, 2, 3)})
+    refused = GuardResult(url, "RedisGuard", SYNC, (ClaimLevel(8, 100, 3, 1.0, 10.0, 20.0),))
+    report = text(dataclasses.replace(results, guards=(refused,)))
     assert "hunter2" not in report
-    assert "RedisGuard: a Redis Cluster at redis://cache:6379/0, " in report
-    assert "MemoryGuard: 3 of 10 fresh tokens refused (claims that failed): its times include them" in report
+    assert "redis://cache:6379/0 (RedisGuard)" in report
+    assert (
+        "redis://cache:6379/0 sync at 8 threads: 3 of 100 fresh tokens refused (claims that failed): "
+        "its figures include them"
+    ) in report
+
+
+# --- the claims ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_threads_decode_every_token_once_and_count_refusals(concurrency: int) -> None:
+    # Catches: a token handed to two threads (a replay measured as a claim), tokens skipped, a
+    # refusal not counted, the untimed first decode of each thread counted.
+    tokens = [str(index) for index in range(500)]
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def decode(token: str) -> object:
+        with lock:
+            seen.append(token)
+        return None if int(token) % 10 == 0 else token
+
+    level = claims_threads(decode, tokens, concurrency, seconds=60.0)
+    assert sorted(seen, key=int) == tokens
+    assert (level.concurrency, level.claims, level.refused) == (concurrency, 500 - concurrency, 50 - 1)
+    assert 0 < level.p50_us <= level.p99_us
+
+
+def test_tasks_decode_every_token_once_concurrently() -> None:
+    # Catches: tasks run one after another (no concurrency: 8 tasks take 8 sleeps each), or a
+    # token decoded twice.
+    tokens = [str(index) for index in range(80)]
+    seen: list[str] = []
+    running = [0, 0]  # now, most at once
+
+    async def adecode(token: str) -> object:
+        seen.append(token)
+        running[0] += 1
+        running[1] = max(running)
+        await asyncio.sleep(0.001)
+        running[0] -= 1
+        return token
+
+    level = asyncio.run(claims_async(adecode, tokens, 8, seconds=60.0))
+    assert sorted(seen, key=int) == tokens
+    assert (level.claims, level.refused, running[1]) == (72, 0, 8)
+
+
+def test_a_level_stops_at_its_deadline() -> None:
+    # Catches: a level that runs through every token whatever the budget.
+    def slow_decode(token: str) -> object:
+        time.sleep(0.01)
+        return token
+
+    level = claims_threads(slow_decode, [str(index) for index in range(1000)], 1, seconds=0.05)
+    assert level.claims < 100
+
+
+@pytest.mark.parametrize(
+    ("rate", "seconds", "concurrency", "expected"),
+    [(1000.0, 0.5, 1, 651), (10.0, 0.1, 64, 64 * 20 + 64), (1e9, 1.0, 8, MAX_TOKENS + 8)],
+)
+def test_tokens_for_a_level_cover_its_rate_and_each_worker(
+    rate: float, seconds: float, concurrency: int, expected: int
+) -> None:
+    # Catches: too few tokens for a level (it stops early, its rate measured over a shorter run),
+    # or no cap (a fast guard minting millions of tokens before the clock starts).
+    assert tokens_for(rate, seconds, concurrency) == expected
+
+
+def test_three_levels_of_the_most_tokens_fit_one_memory_guard() -> None:
+    # Catches: a MemoryGuard filled by the run itself, refusing every claim of the last level.
+    minting = rs.Codec(rs.KeyRing(SECRET), mode="signed")
+    measured = asyncio.run(measure_guard(MEMORY_URL, SYNC, "{}", minting, 0.001, rate_hint=1e9))
+    assert [level.refused for level in measured.levels] == [0, 0, 0]
+    assert rs.MemoryGuard().capacity >= len(CONCURRENCY) * (MAX_TOKENS + max(CONCURRENCY)) + 1
 
 
 # --- the guards ----------------------------------------------------------------------
@@ -341,56 +498,77 @@ class DownGuard:
 @pytest.mark.parametrize(
     ("guard", "message"),
     [
-        (AcceptingGuard(), f"the {REDIS_GUARD} accepted a replay: it does not guard"),
-        (DownGuard(), f"the {REDIS_GUARD} refused a fresh token (guard_unavailable)"),
+        (AcceptingGuard(), "the AcceptingGuard accepted a replay: it does not guard"),
+        (DownGuard(), "the DownGuard refused a fresh token (guard_unavailable)"),
     ],
 )
-def test_a_guard_that_does_not_guard_is_not_measured(guard: rs.Guard, message: str) -> None:
-    # Catches: a guard's cost measured on accepted replays, or on refusals.
-    with pytest.raises(ConfigError) as refused:
-        measure_all(_settings((rs.Mode.SIGNED,)), guard)
-    assert str(refused.value) == message
+@pytest.mark.parametrize("path", [SYNC, ASYNC])
+def test_a_guard_that_does_not_guard_is_not_measured(
+    guard: rs.Guard, message: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Catches: a guard's rate measured on accepted replays, or on refusals.
+    monkeypatch.setattr(bench_guards_module, "guard_from_url", lambda url, *, asyncio: guard)
+    minting = rs.Codec(rs.KeyRing(SECRET), mode="signed")
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        asyncio.run(measure_guard(MEMORY_URL, path, "{}", minting, 0.01, rate_hint=100.0))
 
 
-def test_a_memory_guard_is_renewed_before_a_batch_would_fill_it() -> None:
-    # Catches: one guard for the whole run, full (and refusing every token) after its capacity.
-    keys = rs.KeyRing(SECRET)
-    minting = rs.Codec(keys, mode="signed")
-    now = 2_000_000_000
-
-    def mint() -> str:
-        return minting.encode("{}", subject=SUBJECT, tool=TOOL, now=now)
-
-    decodes = FreshDecodes(mint, RenewedMemoryGuard(keys, rs.Mode.SIGNED, capacity=10).codec_for, now)
-    for _ in range(5):
-        decodes(4)
-    assert (decodes.decodes, decodes.refused) == (20, 0)
-
-
-def test_redis_reports_what_its_guard_adds_and_leaves_no_key(server: Server) -> None:
-    # Catches: the RedisGuard built but not given to the codec (no claim reaches Redis), and
-    # the run's claims and markers left in the user's Redis.
-    calls_before = evalsha_calls(server)
-    document = bench_json("--mode", "signed", "--redis", server.url)
-    assert [guard["guard"] for guard in document["guards"]] == [NO_GUARD, MEMORY_GUARD, "RedisGuard"]
-    redis_row = document["guards"][2]
-    assert redis_row["refused"] == 0
-    assert isinstance(redis_row["added_us"], float)
-    assert evalsha_calls(server) - calls_before >= redis_row["decodes"]
-    assert (document["redis"], document["cluster"]) == (server.url, False)
-    assert document["reading"].endswith("a RedisGuard adds nothing measurable") or re.search(
-        r"; a RedisGuard adds [\d.]+ µs a round$", document["reading"]
+def test_an_unknown_guard_exits_2_naming_the_guards(capsys: pytest.CaptureFixture[str]) -> None:
+    # Catches: a typo in a scheme measured as something else, or a traceback.
+    assert bench_run("--guard", "mongodb://:pw@db:27017") == (2, "")
+    assert capsys.readouterr().err == (
+        "error: --guard mongodb://db:27017: REQUESTSTATE_GUARD must be memory, redis://host:port/db, "
+        "rediss://host:port/db, redis+cluster://host:port, rediss+cluster://host:port, or "
+        "sqlite:////absolute/path.db: its scheme is none of these\n"
     )
-    assert server.execute("KEYS", "*") == []
+
+
+def test_a_guard_url_gives_a_sync_or_asyncio_guard_on_its_namespace(server: Server) -> None:
+    # Catches: asyncio=True ignored, ?namespace= dropped (the guard would claim in the servers' own
+    # namespace) or passed on to redis-py (which refuses it).
+    sync_guard = guard_from_url(f"{server.url}?namespace=bench-test")
+    async_guard = guard_from_url(f"{server.url}?namespace=bench-test", asyncio=True)
+    assert (type(sync_guard).__name__, type(async_guard).__name__) == ("RedisGuard", "AsyncRedisGuard")
+    assert repr(sync_guard) == "RedisGuard(namespace='bench-test')"
+    assert type(guard_from_url(MEMORY_URL, asyncio=True)) is rs.MemoryGuard
+
+
+def test_redis_is_measured_on_both_paths_and_leaves_no_key(server: Server) -> None:
+    # Catches: the guard built but not given to the codec (no claim reaches Redis), an async
+    # path that claims through the sync guard, and the run's claims and markers left in Redis.
+    server.execute("SET", "the-users-own", "1")
+    calls_before = evalsha_calls(server)
+    document = bench_json("--mode", "signed", "--guard", server.url)
+    rows = [(guard["guard"], guard["class"], guard["path"]) for guard in document["guards"]]
+    assert rows == [(server.url, "RedisGuard", SYNC), (server.url, "AsyncRedisGuard", ASYNC)]
+    claims = sum(level["claims"] for guard in document["guards"] for level in guard["levels"])
+    assert all(level["refused"] == 0 for guard in document["guards"] for level in guard["levels"])
+    assert evalsha_calls(server) - calls_before >= claims
+    assert document["bounds"][0]["guard"] == server.url
+    assert server.execute("KEYS", "*") == [b"the-users-own"]
+
+
+def test_sqlite_is_measured_on_both_paths_in_a_namespace_of_its_own(tmp_path: Path) -> None:
+    # Catches: the file's namespace used by the run (a server's own), or an async path that claims
+    # through the sync guard.
+    path = tmp_path / "claims.db"
+    url = f"sqlite:///{path}"
+    document = bench_json("--mode", "signed", "--guard", url)
+    rows = [(guard["guard"], guard["class"], guard["path"]) for guard in document["guards"]]
+    assert rows == [(url, "SQLiteGuard", SYNC), (url, "AsyncSQLiteGuard", ASYNC)]
+    assert all(level["refused"] == 0 for guard in document["guards"] for level in guard["levels"])
+    with sqlite3.connect(path) as reading:
+        namespaces = {row[0] for row in reading.execute("SELECT namespace FROM requeststate_markers")}
+    assert [name.startswith(NAMESPACE_PREFIX) for name in namespaces] == [True, True]
 
 
 def test_a_redis_password_is_used_and_never_printed(own_server: Server) -> None:
     # Catches: the URL printed as given, with its password.
     own_server.execute("CONFIG", "SET", "requirepass", "hunter2-secret")
     url = f"redis://:hunter2-secret@127.0.0.1:{own_server.port}/0"
-    code, out = bench_run("--json", "--mode", "signed", "--redis", url)
+    code, out = bench_run("--json", "--mode", "signed", "--guard", url)
     assert code == 0
-    assert json.loads(out)["redis"] == own_server.url
+    assert json.loads(out)["guards"][0]["guard"] == own_server.url
     assert "hunter2" not in out
 
 
@@ -398,21 +576,11 @@ def test_a_wrong_redis_password_exits_2_without_printing_it(
     own_server: Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
     own_server.execute("CONFIG", "SET", "requirepass", "the-right-one")
-    code, out = bench_run("--redis", f"redis://:hunter2-wrong@127.0.0.1:{own_server.port}/0")
+    code, out = bench_run("--guard", f"redis://:hunter2-wrong@127.0.0.1:{own_server.port}/0")
     error = capsys.readouterr().err
     assert (code, out) == (2, "")
-    assert error.startswith(f"error: --redis {own_server.url}: ")
+    assert error.startswith(f"error: --guard {own_server.url}: ")
     assert "hunter2" not in error
-
-
-def test_a_redis_that_may_evict_claims_exits_2_saying_so(
-    own_server: Server, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Catches: a guard measured on a Redis that a server could not use.
-    own_server.execute("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
-    code, out = bench_run("--redis", own_server.url)
-    assert (code, out) == (2, "")
-    assert "evict" in capsys.readouterr().err
 
 
 def test_a_redis_lost_before_its_keys_are_deleted_is_named_on_stderr(
@@ -420,15 +588,21 @@ def test_a_redis_lost_before_its_keys_are_deleted_is_named_on_stderr(
 ) -> None:
     # Catches: a finished measurement lost to a traceback because the clean-up failed, or keys
     # left in the user's Redis without a word.
-    def measure_then_lose_redis(settings: Settings, guard: rs.Guard | None, first_second: int) -> Results:
-        results = measure_all(settings, guard, first_second)
-        own_server.kill()
-        return results
+    real_delete = bench_guards_module._delete
+    deletes: list[bool] = []
 
-    monkeypatch.setattr(bench_run_module, "measure_all", measure_then_lose_redis)
-    code, out = bench_run("--json", "--mode", "signed", "--redis", own_server.url)
+    async def lose_redis_before_the_last_delete(
+        guard: object, namespace: str, cluster: bool, *, warn: bool
+    ) -> None:
+        deletes.append(warn)
+        if len(deletes) == 2:  # the async path's, after the sync path's went through
+            own_server.kill()
+        await real_delete(guard, namespace, cluster, warn=warn)
+
+    monkeypatch.setattr(bench_guards_module, "_delete", lose_redis_before_the_last_delete)
+    code, out = bench_run("--json", "--mode", "signed", "--guard", own_server.url)
     assert code == 0
-    assert [guard["guard"] for guard in json.loads(out)["guards"]][-1] == REDIS_GUARD
+    assert [guard["path"] for guard in json.loads(out)["guards"]] == [SYNC, ASYNC]
     assert re.fullmatch(
         r"warning: the bench's keys under requeststate-bench-[0-9a-f]{16}:\* were not deleted "
         r"\(ConnectionError\)\n",
@@ -439,22 +613,22 @@ def test_a_redis_lost_before_its_keys_are_deleted_is_named_on_stderr(
 def test_an_unreachable_redis_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
     # Catches: a traceback, or a run that measures on without the Redis it was asked for.
     url = f"redis://127.0.0.1:{redis_server.free_loopback_port()}/0"
-    code, out = bench_run("--redis", url)
+    code, out = bench_run("--guard", url)
     error = capsys.readouterr().err
     assert (code, out) == (2, "")
-    assert error.startswith(f"error: --redis {url}: ")
+    assert error.startswith(f"error: --guard {url}: ")
     assert "ConnectionError" in error
     assert error.count("\n") == 1
 
 
 def test_a_cluster_is_measured_and_every_bucket_deleted() -> None:
-    # Catches: --cluster ignored (a plain client on a cluster node), and the markers of the
+    # Catches: redis+cluster:// read as a plain client on one node, and the markers of the
     # 1,024 buckets left on the masters.
     with redis_server.or_skip(redis_server.running_cluster(masters=3)) as cluster:
-        document = bench_json("--mode", "encrypted", "--redis", cluster.url, "--cluster")
-        assert document["cluster"] is True
-        assert document["guards"][2]["guard"] == "RedisGuard"
-        assert document["guards"][2]["refused"] == 0
+        url = cluster.url.replace("redis://", "redis+cluster://")
+        document = bench_json("--mode", "encrypted", "--guard", url)
+        assert [guard["class"] for guard in document["guards"]] == ["RedisGuard", "AsyncRedisGuard"]
+        assert all(level["refused"] == 0 for guard in document["guards"] for level in guard["levels"])
         assert [master.execute("DBSIZE") for master in cluster.masters] == [0] * len(cluster.masters)
 
 
@@ -472,7 +646,7 @@ def test_claim_keys_are_every_bucket_a_claim_can_land_in(buckets: int) -> None:
     [
         ("redis://user:pass@cache.internal:6380/2", "redis://cache.internal:6380/2"),
         ("rediss://:pass@[::1]:6379/0?password=again", "rediss://[::1]:6379/0"),
-        ("unix:///run/redis.sock?password=pass&db=1", "unix:///run/redis.sock"),
+        ("sqlite:////var/lib/app/claims.db?namespace=app", "sqlite:////var/lib/app/claims.db"),
         ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
     ],
 )
@@ -486,7 +660,7 @@ def test_redis_without_the_extra_exits_2_naming_the_extra(
 ) -> None:
     # Catches: an ImportError's traceback where the fix is one pip install.
     monkeypatch.setitem(sys.modules, "requeststate.redis", None)
-    code, out = bench_run("--redis", "redis://127.0.0.1:6379/0")
+    code, out = bench_run("--guard", "redis://127.0.0.1:6379/0")
     assert (code, out) == (2, "")
     assert capsys.readouterr().err == f"error: {NEEDS_EXTRA}\n"
 
@@ -513,7 +687,6 @@ def test_redis_without_the_extra_exits_2_naming_the_extra(
             ["--mode", "signed,rot13"],
             "--mode: unknown mode 'rot13'; the modes are signed, encrypted, xchacha",
         ),
-        (["--cluster"], "--cluster needs --redis URL, the address of a node of the cluster"),
     ],
 )
 def test_an_option_that_cannot_be_used_exits_2_with_the_reason(

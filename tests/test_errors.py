@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import traceback
+
+import pytest
+
 import requeststate as rs
 
 
@@ -30,3 +34,26 @@ def test_reasons_are_a_closed_set() -> None:
         "replayed",
         "guard_unavailable",
     }
+
+
+def crash_line(error: BaseException) -> str:
+    """The last line of the traceback that a crash or a ``logger.exception`` prints for ``error``."""
+    try:
+        raise error
+    except Exception:
+        return traceback.format_exc().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (rs.InvalidToken(rs.Reason.REPLAYED), "requeststate.InvalidToken: replayed"),
+        (rs.GuardUnavailable("Redis did not answer"), "requeststate.GuardUnavailable: Redis did not answer"),
+        (rs.KeyBudgetExhausted("rotate"), "requeststate.KeyBudgetExhausted: rotate"),
+    ],
+    ids=["InvalidToken", "GuardUnavailable", "KeyBudgetExhausted"],
+)
+def test_a_public_error_is_printed_as_requeststates_own_never_a_private_modules(
+    error: Exception, line: str
+) -> None:
+    assert crash_line(error) == line

@@ -36,6 +36,7 @@ import requeststate as rs
 from requeststate.mcp import INVALID_MESSAGE, protect
 from tests.conftest import SECRET
 from tests.support.fastmcp_booking import booking
+from tests.support.memory_guard import memory_guard
 from tests.support.processes import free_port
 from tests.support.reference import b64
 from tests.test_metrics import point, points
@@ -118,7 +119,7 @@ async def test_a_state_minted_for_other_arguments_is_refused() -> None:
 
 async def test_a_replay_is_refused_under_a_guard() -> None:
     mcp, _ = booking()
-    protect(mcp, rs.Codec(SECRET, guard=rs.MemoryGuard()))
+    protect(mcp, rs.Codec(SECRET, guard=memory_guard()))
     async with Client(mcp) as client:
         token = await first_round(client)
         assert [await retry(client, token), await retry(client, token)] == ["booked Ada (for:Ada)", REFUSED]
@@ -262,7 +263,7 @@ def as_user(url: str, token: str) -> Client[Any]:
 
 async def test_over_http_a_user_completes_and_another_user_is_refused_the_state() -> None:
     mcp, seen = booking(auth=StaticTokenVerifier(tokens=USERS))
-    protect(mcp, rs.Codec(SECRET, guard=rs.MemoryGuard()))
+    protect(mcp, rs.Codec(SECRET, guard=memory_guard()))
     async with served(mcp) as url, as_user(url, "tok-alice") as alice, as_user(url, "tok-bob") as bob:
         token = await first_round(alice)
         assert await retry(bob, token) == REFUSED

@@ -40,6 +40,8 @@ def loaded_by_import() -> frozenset[str]:
         "opentelemetry",  # loaded when the first Codec is built, and only if installed
         "logging",  # only the rare warnings of a key's budget and a full guard log anything
         "json",  # only a payload that no writer of ours made is scanned for duplicate members
+        "requeststate.redis",  # imported by guard_from_url when a URL names Redis
+        "redis",
     ],
 )
 def test_import_requeststate_does_not_load(loaded_by_import: frozenset[str], module: str) -> None:

@@ -11,7 +11,8 @@ import pytest
 import requeststate
 
 PACKAGE = Path(requeststate.__file__).parent
-INTEGRATIONS = ("mcp", "redis", "probe", "bench", "cli", "pytest_plugin")
+INTEGRATIONS = ("mcp", "redis", "sqlite", "probe", "bench", "cli", "pytest_plugin")
+GUARD_URL = "requeststate._guard_url"
 SEAM = "requeststate._seam"
 
 
@@ -92,3 +93,31 @@ def test_an_integration_imports_the_core_only_through_its_public_api_and_the_sea
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if integration_of(m) is None))
 def test_the_core_never_imports_an_integration(module: str) -> None:
     assert {target for target in GRAPH[module] if integration_of(target)} == set()
+
+
+def named_modules(module: str) -> set[str]:
+    """The requeststate modules ``module`` names in a string: what it may import by name, at run time."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith("requeststate.")
+    }
+
+
+def test_the_core_imports_by_name_only_in_guard_from_url() -> None:
+    # importlib.import_module is an import no statement shows: the one place it may run is
+    # guard_from_url, which reaches the integration of the store a URL names (docs/architecture.md).
+    callers = {
+        module
+        for module, path in MODULES.items()
+        if integration_of(module) is None and "import_module" in path.read_text(encoding="utf-8")
+    }
+    assert callers == {GUARD_URL}
+
+
+def test_guard_from_url_names_only_the_stores_integrations() -> None:
+    assert named_modules(GUARD_URL) == {"requeststate.redis", "requeststate.sqlite"}
+    assert {integration_of(module) for module in named_modules(GUARD_URL)} == {"redis", "sqlite"}

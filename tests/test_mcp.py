@@ -71,6 +71,7 @@ from tests.support.mcp_flow import (
 )
 from tests.support.mcp_servers import MARKER, SHAPES, TIERS, Built, Shape, Tier, build
 from tests.support.mcp_wiretap import WireTap
+from tests.support.memory_guard import memory_guard
 from tests.support.processes import free_port, serving
 
 pytestmark = pytest.mark.anyio
@@ -424,7 +425,7 @@ async def test_reelicit_flow_completes_after_a_refused_echo() -> None:
 
 
 async def test_guard_refuses_a_second_redemption() -> None:
-    built = build("mcpserver", "boundary", KEYS, "encrypted", guard=rs.MemoryGuard())
+    built = build("mcpserver", "boundary", KEYS, "encrypted", guard=memory_guard())
 
     async def run() -> None:
         async with connect(built) as client:
@@ -711,7 +712,7 @@ async def test_http_echo_from_another_bearer_is_refused() -> None:
 
 @pytest.mark.parametrize("difference", ["tool", "arguments", "user", "audience"])
 async def test_http_misbound_echo_is_refused_and_the_legitimate_retry_completes(difference: str) -> None:
-    guard = rs.MemoryGuard()  # shared by both servers, as a RedisGuard would be
+    guard = memory_guard()  # shared by both servers, as a RedisGuard would be
 
     async def run() -> list[str | None]:
         async with (

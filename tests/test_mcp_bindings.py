@@ -49,6 +49,7 @@ from tests.support.mcp_flow import (
     request_context,
 )
 from tests.support.mcp_servers import MARKER, SHAPES, Shape, build
+from tests.support.memory_guard import memory_guard
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +70,7 @@ async def test_misbound_echo_is_refused_and_the_legitimate_retry_then_completes(
 ) -> None:
     # A guard (ours only: the SDK's seam refuses one) shared by both servers, as a RedisGuard would be:
     # the legitimate retry completing proves the misbound echo consumed nothing.
-    options: dict[str, Any] = {"guard": rs.MemoryGuard()} if shape == "boundary" else {}
+    options: dict[str, Any] = {"guard": memory_guard()} if shape == "boundary" else {}
     home = build("mcpserver", shape, KEYS, mode, **options)
     away = build("mcpserver", shape, KEYS, mode, name="elsewhere", **options)
     home.auth.subject = away.auth.subject = "alice"
@@ -493,7 +494,7 @@ class CountingGuard:
     """A MemoryGuard that counts its claims."""
 
     def __init__(self) -> None:
-        self.inner = rs.MemoryGuard()
+        self.inner = memory_guard()
         self.claims = 0
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
@@ -642,7 +643,7 @@ BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
         "bind='mcpd' binds no audience (mcp.d does not): leave audience unset",
     ),
     (
-        {"gaurd": rs.MemoryGuard()},
+        {"gaurd": memory_guard()},
         TypeError,
         "unexpected option(s) gaurd; the options are clock, guard, leeway, max_token_bytes, metrics, "
         "mode, ttl",

@@ -16,6 +16,7 @@ import requeststate as rs
 from requeststate.mcp import Boundary, protect
 from tests.support import spec_tokens as spec
 from tests.support.mcp_flow import KEYS, SECRET, assert_frozen, b64_secret, open_round, seal_round
+from tests.support.memory_guard import memory_guard
 
 pytestmark = pytest.mark.anyio
 
@@ -71,7 +72,7 @@ async def test_a_codec_max_token_bytes_caps_the_boundary_tokens() -> None:
 
 
 async def test_a_codec_guard_makes_boundary_tokens_single_use() -> None:
-    boundary = Boundary(rs.Codec(KEYS, mode="encrypted", guard=rs.MemoryGuard()), audience="svc")
+    boundary = Boundary(rs.Codec(KEYS, mode="encrypted", guard=memory_guard()), audience="svc")
     token = await mint(boundary)
     assert await redeem(boundary, token) == "s"
     with pytest.raises(MCPError) as error:

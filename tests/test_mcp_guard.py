@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import socket
-from collections.abc import Iterator
+import time
+import traceback
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -13,27 +18,36 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 pytest.importorskip("redis", reason="the redis extra is not installed")
 
 import anyio
+import fastmcp
+from mcp import Client
 from mcp.server import MCPServer, Server
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
 
 import requeststate as rs
 from requeststate.mcp import Boundary, SDKCodec, protect, sdk_security, use_codec
 from requeststate.redis import RedisGuard
+from tests.conftest import SECRET
+from tests.support.fastmcp_booking import booking
 from tests.support.mcp_flow import (
     KEYS,
     bounded,
     connect,
     echo,
     echo_refused,
+    echo_unchecked,
     first_round,
     open_round,
     seal_round,
+    text_of,
 )
-from tests.support.mcp_servers import build
+from tests.support.mcp_servers import Tier, build
+from tests.support.memory_guard import memory_guard
 
 pytestmark = pytest.mark.anyio
 
 REDIS_TIMEOUT = 0.5
-GUARD: Any = rs.MemoryGuard()  # typed Any: the codec seam types guard as None, and refuses one at runtime
+GUARD: Any = memory_guard()  # typed Any: the codec seam types guard as None, and refuses one at runtime
 
 
 @pytest.mark.parametrize(
@@ -47,10 +61,12 @@ GUARD: Any = rs.MemoryGuard()  # typed Any: the codec seam types guard as None, 
 def test_a_guard_that_would_refuse_every_token_is_refused_when_the_boundary_is_built(
     build_boundary: Any,
 ) -> None:
-    # The boundary runs a sync guard off the event loop, wrapped: the wrapper passes the codec's
-    # ttl + leeway on to the guard, which refuses it.
-    with pytest.raises(ValueError, match=r"max_token_lifetime \(360 s\) is shorter than .* \(600 s\)"):
-        build_boundary(ttl=600, guard=RedisGuard(redis.Redis(), max_token_lifetime=360))
+    # The boundary runs a sync guard off the event loop, wrapped: the codec told the guard its
+    # leeway before, and the guard, which serves another codec's, refuses it.
+    guard = RedisGuard(redis.Redis())
+    rs.Codec(KEYS, guard=guard, leeway=0)
+    with pytest.raises(ValueError, match=r"^this guard serves codecs with leeway=0, not 30: a claim is held"):
+        build_boundary(leeway=30, guard=guard)
 
 
 @pytest.fixture
@@ -62,8 +78,15 @@ def silent_port() -> Iterator[int]:
         yield listener.getsockname()[1]
 
 
+class ClaimsOnly:
+    """A sync guard with ``claim`` alone: a Redis guard's claims, with no ``begin`` to hold the start."""
+
+    def __init__(self, guard: RedisGuard) -> None:
+        self.claim = guard.claim
+
+
 async def test_a_hung_sync_guard_never_stalls_the_event_loop(silent_port: int) -> None:
-    guard = RedisGuard.from_url(f"redis://127.0.0.1:{silent_port}/0", timeout=REDIS_TIMEOUT)
+    guard = ClaimsOnly(RedisGuard.from_url(f"redis://127.0.0.1:{silent_port}/0", timeout=REDIS_TIMEOUT))
     built = build("lowlevel", "boundary", KEYS, "encrypted", guard=guard)
     ticks = 0
 
@@ -79,7 +102,9 @@ async def test_a_hung_sync_guard_never_stalls_the_event_loop(silent_port: int) -
             group.start_soon(ticker)
             await anyio.sleep(0)  # the ticker starts before the echo
             before = ticks
-            await echo_refused(client, token)  # the guard waits REDIS_TIMEOUT for a Redis that never answers
+            await echo_unchecked(
+                client, token
+            )  # the guard waits REDIS_TIMEOUT for a Redis that never answers
             group.cancel_scope.cancel()
         return ticks - before
 
@@ -115,7 +140,7 @@ class AsyncMemoryGuard:
     """An ``AsyncGuard``: a ``MemoryGuard`` behind a coroutine, with its claims counted."""
 
     def __init__(self) -> None:
-        self.inner = rs.MemoryGuard()
+        self.inner = memory_guard()
         self.claims = 0
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
@@ -151,3 +176,169 @@ async def test_a_request_the_sdk_refuses_for_its_arguments_claims_nothing(
     handed = await open_round(boundary, {"name": "wizard", "arguments": arguments}, token, method=method)
     redeemed = await open_round(boundary, {"name": "wizard", "arguments": {}}, token, method=method)
     assert (handed, guard.claims, redeemed) == (None, 1, "s")
+
+
+# --- an outage is not a forgery -------------------------------------------------------------------
+
+
+class DownGuard:
+    """An ``AsyncGuard`` whose store never answers: every claim raises ``GuardUnavailable``."""
+
+    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        raise rs.GuardUnavailable("the store did not answer")
+
+
+@pytest.mark.parametrize("on_invalid", ["error", "reelicit"])
+async def test_an_echo_the_guard_cannot_check_answers_internal_error_saying_to_retry(on_invalid: str) -> None:
+    # Before: -32602, as for a forgery, and a client could not know that a retry would work.
+    # Under "reelicit" too: re-eliciting would ask the user again for what the state holds.
+    built = build("mcpserver", "boundary", KEYS, "encrypted", guard=DownGuard(), on_invalid=on_invalid)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            await echo_unchecked(client, await first_round(client))
+
+    await bounded(run)
+    assert built.seen == [None]  # the handler never ran for the echo
+
+
+# --- the guard begins with the server -------------------------------------------------------------
+
+
+class BeginningGuard(AsyncMemoryGuard):
+    """An ``AsyncGuard`` whose ``begin`` says its tokens are accepted ``delay`` seconds from now."""
+
+    def __init__(self, delay: int = 0) -> None:
+        super().__init__()
+        self.delay = delay
+        self.begun: list[float] = []
+        self.ready = 0
+
+    async def begin(self, now: int | None = None) -> int:
+        self.begun.append(time.time())
+        self.ready = int(time.time()) + self.delay
+        return self.ready
+
+
+@pytest.mark.parametrize("tier", ["mcpserver", "lowlevel"])
+async def test_the_guard_begins_before_the_first_request_is_served(tier: Tier) -> None:
+    guard = BeginningGuard()
+    built = build(tier, "boundary", KEYS, "encrypted", guard=guard)
+    handled: list[float] = []
+
+    async def run() -> None:
+        async with connect(built) as client:
+            await first_round(client)
+            handled.append(time.time())
+
+    await bounded(run)
+    assert len(guard.begun) == 1
+    assert guard.begun[0] < handled[0]
+
+
+async def test_a_fastmcp_begins_its_guard_before_the_first_request_is_served() -> None:
+    guard = BeginningGuard()
+    mcp, seen = booking()
+    protect(mcp, rs.Codec(SECRET, guard=guard))
+
+    async def run() -> None:
+        async with fastmcp.Client(mcp) as client:
+            assert guard.begun != []
+            assert seen == []
+            await client.session.call_tool("book", {"restaurant": "Ada"}, allow_input_required=True)
+
+    await bounded(run)
+    assert (len(guard.begun), seen) == (1, [None])
+
+
+async def test_the_users_own_lifespan_still_runs_after_the_guard_began() -> None:
+    guard = BeginningGuard()
+    entered: list[float] = []
+
+    @asynccontextmanager
+    async def lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, str]]:
+        entered.append(time.time())
+        yield {"db": "open"}
+
+    server: MCPServer[Any] = MCPServer("svc", lifespan=lifespan)
+
+    @server.tool()
+    async def db(ctx: Context) -> str:
+        return str(ctx.request_context.lifespan_context["db"])
+
+    protect(server, KEYS, guard=guard)
+
+    async def run() -> object:
+        async with Client(server) as client:
+            return await client.call_tool("db", {})
+
+    result = await bounded(run)
+    assert isinstance(result, CallToolResult)
+    assert text_of(result) == "open"
+    assert len(entered) == 1
+    assert guard.begun[0] <= entered[0]
+
+
+async def test_the_server_serves_once_the_tokens_it_mints_are_accepted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    guard = BeginningGuard(delay=2)
+    built = build("lowlevel", "boundary", KEYS, "encrypted", guard=guard)
+    served: list[float] = []
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            served.append(time.time())
+            await echo(client, token)  # minted once the guard accepts it: the first flow completes
+
+    with caplog.at_level(logging.INFO, logger="requeststate.mcp"):
+        await bounded(run)
+    assert served[0] >= guard.ready
+    [line] = [record.getMessage() for record in caplog.records if record.levelno == logging.INFO]
+    assert re.fullmatch(
+        r"requestState guard BeginningGuard began: the tokens this server mints are accepted "
+        r"in [12]\.\d s, when it serves",
+        line,
+    )
+
+
+async def test_a_store_in_use_serves_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    built = build("lowlevel", "boundary", KEYS, "encrypted", guard=BeginningGuard(delay=-60))
+    with caplog.at_level(logging.INFO, logger="requeststate.mcp"):
+
+        async def run() -> None:
+            async with connect(built) as client:
+                await first_round(client)
+
+        await bounded(run)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
+        "requestState guard BeginningGuard began: the tokens this server mints are accepted at once"
+    ]
+
+
+class UnreachableGuard:
+    """A guard whose store is down at start: ``begin`` raises as a Redis guard's does."""
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        raise AssertionError("never claimed: the server never started")
+
+    def begin(self, now: int | None = None) -> int:
+        try:
+            raise ConnectionRefusedError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+        except ConnectionRefusedError as error:
+            raise rs.GuardUnavailable(
+                "Redis did not record when its memory began (ConnectionError)"
+            ) from error
+
+
+async def test_a_guard_that_cannot_begin_stops_the_start_saying_why_and_where() -> None:
+    boundary = protect(Server("svc"), KEYS, guard=UnreachableGuard())
+    with pytest.raises(rs.GuardUnavailable) as refused:
+        await boundary.begin()
+    # What the crash prints: the store's own words, the address among them, and no private module.
+    assert traceback.format_exception(refused.value)[-1] == (
+        "requeststate.GuardUnavailable: the replay guard did not begin, so the server does not start: "
+        "Redis did not record when its memory began (ConnectionError): "
+        "Error 111 connecting to 127.0.0.1:6390. Connection refused.\n"
+    )

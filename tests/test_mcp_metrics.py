@@ -18,6 +18,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 import requeststate as rs
 from requeststate.mcp import Boundary
 from tests.support.mcp_flow import KEYS, ROOT, open_round, seal_round, tamper
+from tests.support.memory_guard import memory_guard
 from tests.test_metrics import point, points
 
 pytestmark = pytest.mark.anyio
@@ -87,7 +88,7 @@ async def test_a_request_that_cannot_be_bound_is_counted_as_wrong_binding(
 async def test_the_guard_claims_and_refusals_are_counted_with_the_method(
     reader: InMemoryMetricReader,
 ) -> None:
-    boundary = Boundary(KEYS, audience="svc", guard=rs.MemoryGuard(), metrics=meter(reader))
+    boundary = Boundary(KEYS, audience="svc", guard=memory_guard(), metrics=meter(reader))
     token = await seal_round(boundary, CALL)
     await open_round(boundary, CALL, token)
     with pytest.raises(MCPError, match=REFUSED):

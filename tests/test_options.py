@@ -149,31 +149,32 @@ def test_a_guard_or_clock_that_cannot_serve_is_refused_at_construction(
 
 
 class LearningGuard:
-    """A guard that learns how long its codecs' tokens live and refuses past ``bound``, as Redis guards do."""
+    """A guard that learns its codecs' leeway and refuses another, as every guard here does."""
 
-    def __init__(self, bound: int | None = None) -> None:
-        self.bound = bound
+    def __init__(self) -> None:
         self.learned: list[int] = []
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return True
 
-    def learn_lifetime(self, lifetime: int) -> None:
-        if self.bound is not None and lifetime > self.bound:
-            raise ValueError(f"tokens of {lifetime} s outlive this guard's {self.bound} s")
-        self.learned.append(lifetime)
+    def learn_leeway(self, leeway: int) -> None:
+        if self.learned and leeway != self.learned[0]:
+            raise ValueError(f"this guard serves codecs with leeway={self.learned[0]}, not {leeway}")
+        self.learned.append(leeway)
 
 
-def test_a_codec_tells_its_guard_how_long_its_tokens_live() -> None:
+def test_a_codec_tells_its_guard_its_leeway() -> None:
     guard = LearningGuard()
     codec_with(ttl=331, leeway=30, guard=guard)
-    assert guard.learned == [361]
+    assert guard.learned == [30]
 
 
-def test_a_guard_that_cannot_serve_the_codecs_tokens_refuses_it_at_construction() -> None:
+def test_a_guard_that_cannot_serve_the_codecs_leeway_refuses_it_at_construction() -> None:
     # Before: the mismatch showed only at the first claim, as guard_unavailable on every token.
-    with pytest.raises(ValueError, match=r"^tokens of 361 s outlive this guard's 360 s$"):
-        codec_with(ttl=331, leeway=30, guard=LearningGuard(bound=360))
+    guard = LearningGuard()
+    codec_with(leeway=30, guard=guard)
+    with pytest.raises(ValueError, match=r"^this guard serves codecs with leeway=30, not 60$"):
+        codec_with(leeway=60, guard=guard)
 
 
 def test_options_are_read_back_as_given() -> None:

@@ -1,22 +1,25 @@
-"""``requeststate bench``: what requeststate costs in your configuration, on this machine.
+"""``requeststate bench``: what each layer a request crosses costs in your configuration, on this machine.
 
 It measures, through the public API as a server calls it, for your state (a
 size, or a sample file), your modes and the length of your key ring:
 
-- ``encode``, ``decode`` and one round (``encode`` then ``decode``) per mode,
-  in µs, and the rounds one core sustains;
-- what a replay guard adds to a round: a ``MemoryGuard``, and with ``--redis
-  URL`` (and ``--cluster``) a ``RedisGuard`` on your Redis, under a namespace of
-  its own that it deletes after;
+- the codec: ``encode``, ``decode`` and one round (``encode`` then ``decode``)
+  per mode, in µs, and the rounds one core sustains;
+- one MCP round through ``protect()``'s boundary beside the SDK's own (and
+  FastMCP's, when installed), in process (with the mcp extra);
+- each replay guard ``--guard URL`` names (``memory``, a Redis, a Redis
+  Cluster), sync from 1, 8 and 64 threads and async from as many tasks: claims
+  per second, p50 and p99 latency, and where more concurrency stops adding
+  claims; a Redis guard writes under a namespace of its own, deleted after;
 
-and prints a report with a one-line reading ("encrypted costs 0.40 µs (5%) a
-round more than signed here"), or one JSON object (``--json``). Cases are timed
-in interleaved batches within a budget (``--seconds``, 5 by default), and
-their medians compared: numbers mean most within one run.
+and prints a table per layer with a verdict (which layer bounds a round, what
+each guard sustains), or one JSON object (``--json``). Numbers mean most
+within one run.
 
-It needs nothing but the installed package (and the redis extra for
-``--redis``). The repository's ``benchmarks/`` (``make bench``) is the
-development suite: floors, peers, targets.
+It needs nothing but the installed package (and the extras of what it
+measures). The repository's ``benchmarks/`` (``make bench``) is the
+development suite: floors, peers, targets; its ``benchmarks.mcp_rounds``
+times the rounds ``boundary_rounds`` builds.
 
 For the command line: ``add_arguments`` adds the options to the ``bench``
 subparser, and ``run`` runs it (exit 0, or 2 for an option that cannot be used).
@@ -24,7 +27,8 @@ subparser, and ``run`` runs it (exit 0, or 2 for an option that cannot be used).
 
 from __future__ import annotations
 
+from ._mcp import boundary_rounds, signed_in
 from ._options import add_arguments
 from ._run import run
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "boundary_rounds", "run", "signed_in"]

@@ -1,54 +1,64 @@
-"""What ``requeststate bench`` measures: each mode's encode, decode and round, and what a replay guard adds.
+"""What ``requeststate bench`` measures: each layer a request crosses, each on its own.
 
-Every case goes through the public API as a server calls it: a ``Codec`` built
-once, ``encode(state, subject=..., tool=...)`` and ``decode(token, subject=...,
-tool=...)``. Per mode:
+Every case goes through the public API as a server calls it: a ``Codec``
+built once, ``encode(state, subject=..., tool=...)`` and ``decode(token,
+subject=..., tool=...)``.
 
-- **encode**: mint a token of the state;
-- **decode**: verify the same valid token again (no guard, so it stays valid);
-- **round**: encode and decode, what a server does per input-required round trip.
+- **The codec**, per mode: ``encode``; ``decode`` of the same valid token (no
+  guard, so it stays valid); a **round**, ``encode`` then ``decode``.
+- **The MCP boundary**, with the mcp extra: one round of ``protect()`` beside
+  the SDK's own boundary (and FastMCP's, when it is installed), called in
+  process (``_mcp``), in the first mode.
+- **Each guard** ``--guard`` names, sync (threads, ``Codec.decode``) and async
+  (tasks, ``Codec.adecode``), at each concurrency of ``CONCURRENCY``: claims of
+  fresh tokens per second, with their latencies (``_claims``).
 
-A replay guard refuses a token it has seen, so each guarded decode gets a token
-never decoded before, minted before its batch's clock starts: decodes with no
-guard, a ``MemoryGuard`` and (``--redis``) a ``RedisGuard``, in the first mode
-given (a claim sees the token's id only, the same in every mode). What a guard
-adds is its median minus the unguarded one. These tokens are minted and
-decoded at one fixed ``now``: a Redis whose memory of claims begins with this
-run accepts only tokens minted after ``begin()``'s first second.
+The codec and the boundaries are timed in turn, in interleaved batches, within
+half the budget; the guards' levels share the other half. A guard's tokens are
+minted and decoded at one fixed ``now``, from the first second its ``begin()``
+accepts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Final
 
 import requeststate as rs
 
+from ._claims import CONCURRENCY, ClaimLevel, claims_async, claims_threads, stops_rising_at, tokens_for
+from ._guards import BenchGuard, bench_guard
+from ._mcp import boundary_rounds, signed_in
 from ._options import ConfigError, Settings
 from ._timing import Batch, Timing, measure, repeated
 
 __all__ = [
-    "MEMORY_GUARD",
-    "NO_GUARD",
-    "REDIS_GUARD",
+    "ASYNC",
+    "MCP_MISSING",
     "SUBJECT",
+    "SYNC",
     "TOOL",
-    "FreshDecodes",
+    "BoundaryResult",
     "GuardResult",
     "ModeResult",
-    "RenewedMemoryGuard",
     "Results",
     "measure_all",
+    "measure_guard",
 ]
 
 SUBJECT: Final = "bench-user"
 TOOL: Final = "bench-tool"
-NO_GUARD: Final = "none"
-MEMORY_GUARD: Final = "MemoryGuard"
-REDIS_GUARD: Final = "RedisGuard"
+SYNC: Final = "sync"
+"""A guard's path through ``Codec.decode``, from threads."""
+ASYNC: Final = "async"
+"""A guard's path through ``await Codec.adecode``, from tasks of one event loop."""
+MCP_MISSING: Final = "not measured: the mcp extra is not installed (pip install 'requeststate[mcp]')"
+_BOUNDARY_CASE: Final = "mcp "
 
 
 @dataclass(frozen=True)
@@ -69,18 +79,40 @@ class ModeResult:
 
 
 @dataclass(frozen=True)
-class GuardResult:
-    """Decodes of fresh tokens with one guard (or none), in the run's first mode."""
+class BoundaryResult:
+    """One MCP boundary's round: open the echoed state, run the handler, seal the next one."""
 
+    boundary: str
+    """``SDK boundary``, ``protect()``, ... (``_mcp``'s names)."""
+    round: Timing
+
+    @property
+    def rounds_per_second(self) -> float:
+        """Rounds one core sustains, from the median round."""
+        return 1e6 / self.round.median_us
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    """Claims through one ``--guard`` URL on one path, at each concurrency of ``CONCURRENCY``."""
+
+    url: str
+    """As given; ``shown_url`` prints it."""
     guard: str
-    """``none``, ``MemoryGuard`` or ``RedisGuard``."""
-    decode: Timing
-    added_us: float
-    """Its median decode minus the unguarded one: what the guard adds to each round."""
-    decodes: int
-    """Fresh tokens decoded, calibration included; each one a claim, with a guard."""
-    refused: int
-    """Of those, refused: a claim that failed (a Redis that did not answer in time)."""
+    """The guard's class: ``MemoryGuard``, ``RedisGuard``, ``AsyncRedisGuard``."""
+    path: str
+    """``sync`` (threads) or ``async`` (tasks)."""
+    levels: tuple[ClaimLevel, ...]
+
+    @property
+    def best(self) -> ClaimLevel:
+        """The level that claimed the most per second."""
+        return max(self.levels, key=lambda level: level.claims_per_second)
+
+    @property
+    def stops_rising_at(self) -> int | None:
+        """The concurrency past which more adds under 10% claims/s; ``None`` if it rose to the last."""
+        return stops_rising_at(self.levels)
 
 
 @dataclass(frozen=True)
@@ -89,87 +121,33 @@ class Results:
 
     settings: Settings
     modes: tuple[ModeResult, ...]
+    boundaries: tuple[BoundaryResult, ...]
+    """Empty when the mcp extra is missing (``mcp_missing`` says so)."""
+    mcp_missing: str | None
     guards: tuple[GuardResult, ...]
+    level_seconds: float
+    """The most time each guard's level claimed for (it stops sooner when its tokens run out)."""
     rounds: int
-    """Samples taken of every case, interleaved."""
+    """Samples taken of every codec and boundary case, interleaved."""
     seconds_taken: float
-    """From the first token minted to the last sample: preparing, calibrating, measuring."""
+    """From the first token minted to the last claim: preparing, calibrating, measuring."""
 
     @property
     def guard_mode(self) -> ModeResult:
-        """The mode the guards were measured in: the first given."""
+        """The mode the boundaries and the guards were measured in: the first given."""
         return self.modes[0]
 
-    def guarded_rounds_per_second(self, guard: GuardResult) -> float:
-        """Rounds one core sustains in the guards' mode with ``guard``: its round plus what the guard adds."""
-        return 1e6 / (self.guard_mode.round.median_us + guard.added_us)
+    def boundary(self, name: str) -> BoundaryResult | None:
+        """The boundary measured under ``name``, if it was."""
+        return next((one for one in self.boundaries if one.boundary == name), None)
 
 
-class FreshDecodes:
-    """A ``Batch`` of decodes, each of a token never decoded before: what a replay guard sees.
-
-    A batch's tokens are minted before its clock starts. ``verifier(calls)`` is the
-    codec that decodes the next ``calls`` of them.
-    """
-
-    def __init__(self, mint: Callable[[], str], verifier: Callable[[int], rs.Codec], now: int) -> None:
-        self._mint: Final = mint
-        self._verifier: Final = verifier
-        self._now: Final = now
-        self.decodes = 0
-        self.refused = 0
-
-    def __call__(self, calls: int) -> int:
-        """Decode ``calls`` fresh tokens; the nanoseconds the decodes took."""
-        decode = self._verifier(calls).decode
-        now = self._now
-        tokens = [self._mint() for _ in range(calls)]
-        refused = 0
-        began = time.perf_counter_ns()
-        for token in tokens:
-            if decode(token, subject=SUBJECT, tool=TOOL, now=now) is None:
-                refused += 1
-        elapsed_ns = time.perf_counter_ns() - began
-        self.decodes += calls
-        self.refused += refused
-        return elapsed_ns
-
-
-class RenewedMemoryGuard:
-    """A codec with a ``MemoryGuard``, given a new guard before a batch would fill it.
-
-    A full guard refuses every token, and a refusal is not what a claim costs. A
-    run claims more ids than a server holds at once: all its tokens live at one ``now``.
-    """
-
-    def __init__(self, keys: rs.KeyRing, mode: rs.Mode, capacity: int | None = None) -> None:
-        """``capacity``: each guard's; ``None``, a ``MemoryGuard()``'s default, as a server builds one."""
-        self._keys: Final = keys
-        self._mode: Final = mode
-        self._capacity: Final = capacity
-        self._guard = self._new_guard()
-        self._codec = rs.Codec(keys, mode=mode, guard=self._guard)
-
-    def codec_for(self, calls: int) -> rs.Codec:
-        """The codec to decode the next ``calls`` fresh tokens with."""
-        if len(self._guard) + calls > self._guard.capacity:
-            self._guard = self._new_guard()
-            self._codec = rs.Codec(self._keys, mode=self._mode, guard=self._guard)
-        return self._codec
-
-    def _new_guard(self) -> rs.MemoryGuard:
-        return rs.MemoryGuard() if self._capacity is None else rs.MemoryGuard(self._capacity)
-
-
-def measure_all(settings: Settings, redis_guard: rs.Guard | None = None, first_second: int = 0) -> Results:
-    """Measure every mode of ``settings``, and the guards in its first mode, within its budget.
-
-    ``redis_guard``: a begun ``RedisGuard`` to measure too, whose tokens must be
-    minted at ``first_second`` or later (what its ``begin()`` returned).
+def measure_all(settings: Settings) -> Results:
+    """Measure every layer ``settings`` names: its modes, the MCP boundaries, and each guard.
 
     Raises:
         ConfigError: the key ring cannot be built, a mode cannot mint the state
-            (a token over the size limit), or a guard refuses a fresh token.
+            (a token over the size limit), or a guard cannot be used (or does not guard).
     """
     started = time.monotonic()
     keys = _key_ring(settings.keys)
@@ -178,27 +156,15 @@ def measure_all(settings: Settings, redis_guard: rs.Guard | None = None, first_s
     batches: dict[str, Batch] = {}
     for mode, codec in codecs.items():
         batches |= _mode_batches(mode, codec, settings.state)
-
     guard_mode = settings.modes[0]
-    minting = codecs[guard_mode]
-    now = max(int(time.time()), first_second)
-
-    def mint() -> str:
-        return minting.encode(settings.state, subject=SUBJECT, tool=TOOL, now=now)
-
-    verifiers: dict[str, Callable[[int], rs.Codec]] = {
-        NO_GUARD: lambda calls: minting,
-        MEMORY_GUARD: RenewedMemoryGuard(keys, guard_mode).codec_for,
-    }
-    if redis_guard is not None:
-        redis_codec = rs.Codec(keys, mode=guard_mode, guard=redis_guard)
-        verifiers[REDIS_GUARD] = lambda calls: redis_codec
-    for name, verifier in verifiers.items():
-        if name != NO_GUARD:
-            _check_guard(name, verifier(1), mint(), now)
-    fresh = {name: FreshDecodes(mint, verifier, now) for name, verifier in verifiers.items()}
-
-    timings = measure({**batches, **fresh}, seconds=settings.seconds)
+    mcp_missing: str | None = None
+    try:
+        rounds = boundary_rounds(settings.state, codecs[guard_mode])
+    except ImportError:
+        mcp_missing, rounds = MCP_MISSING, {}
+    batches |= {_BOUNDARY_CASE + name: repeated(round_trip) for name, round_trip in rounds.items()}
+    with signed_in() if rounds else nullcontext():
+        timings = measure(batches, seconds=settings.seconds / 2)
     modes = tuple(
         ModeResult(
             mode,
@@ -209,16 +175,92 @@ def measure_all(settings: Settings, redis_guard: rs.Guard | None = None, first_s
         )
         for mode in settings.modes
     )
-    unguarded_us = timings[NO_GUARD].median_us
+    boundaries = tuple(BoundaryResult(name, timings[_BOUNDARY_CASE + name]) for name in rounds)
+    level_seconds = settings.seconds / 2 / (len(settings.guard_urls) * 2 * len(CONCURRENCY))
+    decodes_per_second = 1e6 / timings[f"{guard_mode} decode"].median_us
     guards = tuple(
-        GuardResult(
-            name, timings[name], timings[name].median_us - unguarded_us, decodes.decodes, decodes.refused
+        asyncio.run(
+            measure_guard(url, path, settings.state, codecs[guard_mode], level_seconds, decodes_per_second)
         )
-        for name, decodes in fresh.items()
+        for url in settings.guard_urls
+        for path in (SYNC, ASYNC)
     )
     return Results(
-        settings, modes, guards, rounds=timings[NO_GUARD].samples, seconds_taken=time.monotonic() - started
+        settings,
+        modes,
+        boundaries,
+        mcp_missing,
+        guards,
+        level_seconds,
+        rounds=timings[f"{guard_mode} round"].samples,
+        seconds_taken=time.monotonic() - started,
     )
+
+
+async def measure_guard(
+    url: str,
+    path: str,
+    state: str,
+    minting: rs.Codec,
+    level_seconds: float,
+    rate_hint: float,
+    concurrency: Sequence[int] = CONCURRENCY,
+) -> GuardResult:
+    """Claims through the guard ``url`` names on ``path`` (``SYNC`` or ``ASYNC``), at each ``concurrency``.
+
+    Tokens of ``state`` are minted by ``minting`` (its keys and first mode, no
+    guard); ``rate_hint``, the claims per second to mint for at the first level
+    (an unguarded decode's rate bounds it), then each level's rate scaled up.
+
+    Raises:
+        ConfigError: the guard cannot be used, refuses a fresh token, or accepts a replay.
+    """
+    async with bench_guard(url, asyncio=path == ASYNC) as begun:
+        codec = rs.Codec(minting.keys, mode=minting.modes[0], guard=begun.guard)
+        now = max(int(time.time()), begun.first_second)
+
+        def mint(count: int) -> list[str]:
+            return [minting.encode(state, subject=SUBJECT, tool=TOOL, now=now) for _ in range(count)]
+
+        run_level: Callable[[list[str], int], Awaitable[ClaimLevel]]
+        if path == SYNC:
+
+            def decode(token: str) -> object:
+                return codec.decode(token, subject=SUBJECT, tool=TOOL, now=now)
+
+            async def run_level(tokens: list[str], level: int) -> ClaimLevel:
+                return claims_threads(decode, tokens, level, level_seconds)
+        else:
+
+            async def adecode(token: str) -> object:
+                return await codec.adecode(token, subject=SUBJECT, tool=TOOL, now=now)
+
+            async def run_level(tokens: list[str], level: int) -> ClaimLevel:
+                return await claims_async(adecode, tokens, level, level_seconds)
+
+        await _check_guard(begun, mint(1)[0], codec, now)
+        levels: list[ClaimLevel] = []
+        for previous, level in zip((None, *concurrency), concurrency, strict=False):
+            hint = _rate_hint(rate_hint, levels, previous, level)
+            levels.append(await run_level(mint(tokens_for(hint, level_seconds, level)), level))
+    return GuardResult(url, begun.kind, path, tuple(levels))
+
+
+def _rate_hint(ceiling: float, levels: list[ClaimLevel], previous: int | None, level: int) -> float:
+    # Claims per second to mint for: the last level's, scaled by the concurrency, within the ceiling.
+    if previous is None:
+        return ceiling
+    return min(ceiling, levels[-1].claims_per_second * level / previous)
+
+
+async def _check_guard(begun: BenchGuard, token: str, codec: rs.Codec, now: int) -> None:
+    # Before timing: a fresh token is accepted, and its replay refused.
+    try:
+        await codec.averify(token, subject=SUBJECT, tool=TOOL, now=now)
+    except rs.InvalidToken as refused:
+        raise ConfigError(f"the {begun.kind} refused a fresh token ({refused.reason})") from None
+    if await codec.adecode(token, subject=SUBJECT, tool=TOOL, now=now) is not None:
+        raise ConfigError(f"the {begun.kind} accepted a replay: it does not guard")
 
 
 def _key_ring(length: int) -> rs.KeyRing:
@@ -240,16 +282,6 @@ def _check_mode(codec: rs.Codec, settings: Settings) -> int:
     if codec.decode(token, subject=SUBJECT, tool=TOOL) != settings.state:
         raise RuntimeError(f"a {mode} token of the state did not decode to it")
     return len(token)
-
-
-def _check_guard(name: str, codec: rs.Codec, token: str, now: int) -> None:
-    # Before timing: a fresh token is accepted, and its replay refused.
-    try:
-        codec.verify(token, subject=SUBJECT, tool=TOOL, now=now)
-    except rs.InvalidToken as refused:
-        raise ConfigError(f"the {name} refused a fresh token ({refused.reason})") from None
-    if codec.decode(token, subject=SUBJECT, tool=TOOL, now=now) is not None:
-        raise ConfigError(f"the {name} accepted a replay: it does not guard")
 
 
 def _mode_batches(mode: rs.Mode, codec: rs.Codec, state: str) -> dict[str, Batch]:

@@ -14,6 +14,7 @@ __all__ = [
     "DEFAULT_SECONDS",
     "DEFAULT_STATE_BYTES",
     "MAX_SECONDS",
+    "MEMORY_URL",
     "MIN_STATE_BYTES",
     "ConfigError",
     "Settings",
@@ -22,6 +23,7 @@ __all__ = [
     "settings_from",
 ]
 
+MEMORY_URL: Final = "memory"
 DEFAULT_STATE_BYTES: Final = 64
 DEFAULT_SECONDS: Final = 5.0
 # Two minutes: far past any useful run, within the lifetime of the token the decode case mints
@@ -48,10 +50,10 @@ class Settings:
     """The modes compared, in the order given; the first is the one the guards are measured in."""
     keys: int
     """The length of the key ring; its first key mints."""
-    redis_url: str | None
-    cluster: bool
+    guard_urls: tuple[str, ...]
+    """The guards to measure, as ``--guard`` named them (``memory`` when none was named)."""
     seconds: float
-    """The timing budget: the measured rounds stop once the next one would pass it."""
+    """The timing budget: half for the codec and the MCP boundaries, half for the guards' claims."""
     as_json: bool
 
     @property
@@ -89,18 +91,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the length of the key ring: N random keys, the first mints (default 1)",
     )
     parser.add_argument(
-        "--redis",
+        "--guard",
+        action="append",
         metavar="URL",
-        help="also measure a RedisGuard on this Redis (needs the redis extra); "
-        "it writes under a namespace of its own and deletes it after",
+        help=f"a replay guard to measure, repeated for several: {MEMORY_URL} (the default), "
+        "redis://HOST:PORT/DB, rediss://..., unix:///PATH, redis+cluster://HOST:PORT (a Redis needs "
+        "the redis extra; it writes under a namespace of its own and deletes it after)",
     )
-    parser.add_argument("--cluster", action="store_true", help="the --redis URL is a node of a Redis Cluster")
     parser.add_argument(
         "--seconds",
         type=float,
         default=DEFAULT_SECONDS,
         metavar="S",
-        help=f"the timing budget in seconds (default {DEFAULT_SECONDS:g}); setup comes on top",
+        help=f"the timing budget in seconds (default {DEFAULT_SECONDS:g}); setup and minting come on top",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
 
@@ -109,15 +112,13 @@ def settings_from(args: argparse.Namespace) -> Settings:
     """The run ``args`` asks for, checked; the state read from its file or generated.
 
     Raises:
-        ConfigError: a value out of range, an unknown mode, ``--cluster`` without
-            ``--redis``, or a state file that cannot be read as UTF-8 text.
+        ConfigError: a value out of range, an unknown mode, or a state file that
+            cannot be read as UTF-8 text.
     """
     if args.keys < 1:
         raise ConfigError(f"--keys must be 1 or more, not {args.keys}")
     if not 0 < args.seconds <= MAX_SECONDS:  # NaN fails both comparisons
         raise ConfigError(f"--seconds must be more than 0 and at most {MAX_SECONDS:g}, not {args.seconds:g}")
-    if args.cluster and args.redis is None:
-        raise ConfigError("--cluster needs --redis URL, the address of a node of the cluster")
     if args.state_file is not None:
         state = _read_state(args.state_file)
     else:
@@ -127,8 +128,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         state_file=args.state_file,
         modes=_modes(args.mode),
         keys=args.keys,
-        redis_url=args.redis,
-        cluster=args.cluster,
+        guard_urls=tuple(dict.fromkeys(args.guard or [MEMORY_URL])),  # named twice, measured once
         seconds=args.seconds,
         as_json=args.json,
     )

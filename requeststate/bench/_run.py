@@ -6,9 +6,8 @@ import argparse
 import sys
 from typing import Final, TextIO
 
-from ._measure import Results, measure_all
-from ._options import ConfigError, Settings, settings_from
-from ._redis import bench_redis
+from ._measure import measure_all
+from ._options import ConfigError, settings_from
 from ._report import as_json, text
 
 __all__ = ["EXIT_OK", "EXIT_USAGE", "run"]
@@ -22,21 +21,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     Returns:
         0 once the report is printed; 2 for an option that cannot be used (a size
-        out of range, an unknown mode, a state file that cannot be read, a Redis
-        that does not answer), with one line on stderr saying why and nothing on ``out``.
+        out of range, an unknown mode, a state file that cannot be read, a guard
+        that cannot be built or does not answer), with one line on stderr saying
+        why and nothing on ``out``.
     """
     try:
         settings = settings_from(args)
-        results = _measure(settings)
+        results = measure_all(settings)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     out.write(as_json(results) + "\n" if settings.as_json else text(results))
     return EXIT_OK
-
-
-def _measure(settings: Settings) -> Results:
-    if settings.redis_url is None:
-        return measure_all(settings)
-    with bench_redis(settings.redis_url, cluster=settings.cluster) as redis:
-        return measure_all(settings, redis.guard, redis.first_second)

@@ -51,12 +51,13 @@ except ImportError as missing:
     ) from missing
 
 from ._binding import Binding, access_token_subject, arguments_digest, request_target
-from ._boundary import INVALID_MESSAGE, Boundary, protect
+from ._boundary import INVALID_MESSAGE, UNCHECKED_MESSAGE, Boundary, protect
 from ._config import BoundaryOptions, OnInvalid, SubjectSource
 from ._sdk import SDKCodec, sdk_security, use_codec
 
 __all__ = [
     "INVALID_MESSAGE",
+    "UNCHECKED_MESSAGE",
     "Binding",
     "Boundary",
     "BoundaryOptions",

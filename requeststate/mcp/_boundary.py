@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any, Final, Unpack
 
+import anyio
+import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, InputRequiredResult
@@ -16,13 +20,16 @@ from requeststate._seam import Counts
 
 from ._binding import boundary_tool, mcpd_tool
 from ._config import BoundaryOptions, settings
-from ._install import AnyServer, install, warn_if_ephemeral
+from ._install import AnyServer, install, start_with, warn_if_ephemeral
 
 logger = logging.getLogger("requeststate.mcp")
 
 INVALID_MESSAGE: Final = "Invalid or expired requestState"
 """The SDK's frozen wire message for a refused echo; the reason stays in the server log."""
 _INVALID_DATA: Final = {"reason": "invalid_request_state"}
+UNCHECKED_MESSAGE: Final = "requestState could not be checked (the replay guard did not answer): retry"
+"""The message of -32603 for an echo the guard could not check: an outage, not a forgery."""
+_UNCHECKED_DATA: Final = {"reason": "request_state_unchecked"}
 _ROUND_FIELDS: Final = ("requestState", "inputResponses")
 _LOGGED_TARGET_CHARS: Final = 200
 
@@ -105,6 +112,7 @@ class Boundary:
         self._audience: Final = config.audience
         self._counts: Final = config.counts
         self._claims: Final = config.codec.guard is not None
+        self._guard: Final = config.guard
         # Until the first request over HTTP, which warns once.
         self._warn_http = config.codec.keys.is_ephemeral
 
@@ -119,6 +127,42 @@ class Boundary:
             f"Boundary(keys={self._codec.keys!r}, mode={modes}, ttl={self._codec.ttl}, "
             f"bind={self._bind}, audience={self._audience!r}, on_invalid={self._on_invalid})"
         )
+
+    async def begin(self) -> None:
+        """Begin the replay guard, and return once the tokens this boundary mints are accepted.
+
+        ``protect`` runs it each time the server starts serving, before its first request:
+        it calls the guard's ``begin()`` (awaited, or in a worker thread) and sleeps until
+        the first second it returns, logging one INFO line that says how long: up to the
+        guard's ``clock_skew + 1`` seconds on a new or forgetful store, none on a store in
+        use. A guard without ``begin`` (or no guard) has nothing to wait for.
+
+        Raises:
+            GuardUnavailable: the guard could not begin (its store did not answer), with
+                the store's own error in the message: the server does not start.
+        """
+        begin = getattr(self._guard, "begin", None)
+        if not callable(begin):
+            return
+        try:
+            if inspect.iscoroutinefunction(begin):
+                ready = await begin()
+            else:  # a sync store's I/O, off the event loop
+                ready = await anyio.to_thread.run_sync(begin)
+        except rs.GuardUnavailable as error:
+            # The store's own words (Redis's address, never a password) and no private module:
+            # this is what a server that cannot start prints.
+            cause = "" if error.__cause__ is None else f": {error.__cause__}"
+            raise rs.GuardUnavailable(
+                f"the replay guard did not begin, so the server does not start: {error}{cause}"
+            ) from None
+        wait = max(0.0, ready - time.time())
+        logger.info(
+            "requestState guard %s began: the tokens this server mints are accepted %s",
+            type(self._guard).__name__,
+            f"in {wait:.1f} s, when it serves" if wait else "at once",
+        )
+        await anyio.sleep(wait)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Open the echoed state, run the handler, seal the state it hands out."""
@@ -207,7 +251,8 @@ class Boundary:
         exc_info: bool = False,
     ) -> None:
         # One count and one log line per refusal, for the operator; the wire gets the frozen shape.
-        # Returns only under on_invalid="reelicit", where the caller drops the state.
+        # Returns only under on_invalid="reelicit", where the caller drops the state; an echo the
+        # guard could not check answers -32603 under either.
         if counts is not None:
             counts.refused(reason)
         logger.warning(
@@ -218,6 +263,10 @@ class Boundary:
             logged,
             exc_info=exc_info,
         )
+        if reason is rs.Reason.GUARD_UNAVAILABLE:
+            # An outage is not a forgery: the client may retry this very request, and re-eliciting
+            # would ask the user again for an answer the state already holds.
+            raise MCPError(code=INTERNAL_ERROR, message=UNCHECKED_MESSAGE, data=dict(_UNCHECKED_DATA))
         if self._on_invalid == "error":
             raise MCPError(code=INVALID_PARAMS, message=INVALID_MESSAGE, data=dict(_INVALID_DATA))
 
@@ -293,5 +342,6 @@ def protect(server: AnyServer, keys: rs.Keys | rs.Codec, /, **options: Unpack[Bo
         options["audience"] = getattr(server, "name", None)
     boundary = Boundary(keys, **options)
     install(server, boundary, Boundary)
+    start_with(server, boundary.begin)
     warn_if_ephemeral(boundary.keys)
     return boundary

@@ -72,6 +72,8 @@ class BoundarySettings(NamedTuple):
     audience: str | None
     counts: Mapping[str, Counts]
     """One per input-required method; empty when nothing is counted."""
+    guard: rs.Guard | rs.AsyncGuard | None
+    """The guard as given (the codec's is wrapped to run off the loop): the one begun at start."""
 
 
 def settings(keys: rs.Keys | rs.Codec, options: BoundaryOptions) -> BoundarySettings:
@@ -101,7 +103,7 @@ def settings(keys: rs.Keys | rs.Codec, options: BoundaryOptions) -> BoundarySett
     counts: dict[str, Counts] = {}
     if meter is not None:
         counts = {method: Counts(meter, codec.modes, method=method) for method in INPUT_REQUIRED_METHODS}
-    return BoundarySettings(codec, on_invalid, bind, subject, audience, counts)
+    return BoundarySettings(codec, on_invalid, bind, subject, audience, counts, given.guard)
 
 
 def _subject(bind: Binding, options: BoundaryOptions) -> SubjectSource | None:
@@ -148,7 +150,7 @@ class _OffLoop:
     def __init__(self, guard: rs.Guard) -> None:
         self._guard = guard
 
-    # No learn_lifetime: the guard itself learned its codec's lifetime, before it was wrapped.
+    # No learn_leeway: the guard itself learned its codec's leeway, before it was wrapped.
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return await anyio.to_thread.run_sync(self._guard.claim, token_id, expires_at, now)
 

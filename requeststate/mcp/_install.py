@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from mcp.server import MCPServer, Server
@@ -90,6 +92,38 @@ def install(server: object, boundary: ServerMiddleware[Any], ours: type) -> None
         while position < len(entries) and type(entries[position]).__module__.startswith("mcp."):
             position += 1
     entries.insert(position, boundary)
+
+
+def start_with(server: object, begin: Callable[[], Awaitable[None]]) -> None:
+    """Make ``server`` await ``begin`` each time it starts serving, before the lifespan it had.
+
+    Every shape serves through an SDK ``Server``, which enters its ``lifespan`` before
+    it reads a request: once per run over stdio and under the streamable-HTTP session
+    manager (stateless or not), once per connection in memory and over FastMCP's SSE.
+    The lifespan it had (the user's, or FastMCP's) runs inside, unchanged.
+    """
+    inner = _inner_server(server)
+    lifespan = inner.lifespan
+
+    @asynccontextmanager
+    async def begun(app: Server[Any]) -> AsyncIterator[Any]:
+        await begin()
+        async with lifespan(app) as state:
+            yield state
+
+    inner.lifespan = begun
+
+
+def _inner_server(server: object) -> Server[Any]:
+    """The SDK ``Server`` that ``server`` serves through (``chain`` has accepted ``server``)."""
+    if isinstance(server, Server):
+        return server
+    inner = getattr(server, "_lowlevel_server" if isinstance(server, MCPServer) else "_mcp_server", None)
+    if not isinstance(inner, Server):
+        raise TypeError(
+            f"this {type(server).__name__} serves through no MCP SDK Server: it cannot be protected"
+        )
+    return inner
 
 
 def warn_if_ephemeral(ring: rs.KeyRing) -> None:

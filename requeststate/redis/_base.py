@@ -5,8 +5,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Final, Generic, Self, TypeVar, Unpack
 
-from ._ledger import Ledger
-from ._settings import DEFAULT_CLOCK_SKEW, DEFAULT_TIMEOUT, GuardOptions, check_settings, client_options
+from requeststate import DEFAULT_CLOCK_SKEW
+from requeststate._seam import Answer, Claim, Ledger
+
+from ._buckets import bucket_key, bucket_of
+from ._script import arguments, read
+from ._settings import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, GuardOptions, buckets_for, client_options
 
 __all__ = ["GuardBase"]
 
@@ -15,13 +19,20 @@ ClientT = TypeVar("ClientT")
 
 
 class GuardBase(ABC, Generic[ClientT]):
-    """A replay guard on a Redis client but for its I/O: the client, the options and the ledger of claims."""
+    """A replay guard on a Redis client but for its I/O: the client, its settings, and the shared rules."""
 
-    __slots__ = ("_client", "_ledger")
+    __slots__ = ("_buckets", "_client", "_db", "_ledger", "bucket_keys")
 
     def __init__(self, client: ClientT, **options: Unpack[GuardOptions]) -> None:
         cluster = self._check_client(client)
-        self._ledger: Final = Ledger(check_settings(options, cluster=cluster))
+        buckets = buckets_for(options, cluster=cluster)
+        self._ledger: Final = _ledger(options)
+        self._buckets: Final = buckets
+        self.bucket_keys: Final = tuple(
+            bucket_key(self._ledger.namespace, bucket, buckets) for bucket in range(buckets)
+        )
+        # The database the marker names: a SWAPDB moves a set to another one. A cluster has db 0 only.
+        self._db: Final = 0 if cluster else int(client.connection_pool.connection_kwargs.get("db", 0))  # type: ignore[attr-defined]
         self._client: Final = client
 
     @classmethod
@@ -37,17 +48,16 @@ class GuardBase(ABC, Generic[ClientT]):
 
         ``cluster=True`` builds a Redis Cluster client from the URL of any node of
         the cluster: the sync client connects at once, to read the slot map; the
-        asyncio client reads it at its first claim. With ``replicas``, the read
-        timeout is ``timeout + replica_timeout``, so that ``WAIT``'s answer arrives
-        before it. The client does not retry: a retried claim whose first answer was
-        lost would read the guard's own claim as a replay. The other options are
-        ``GuardOptions``.
+        asyncio client reads it at its first claim. The client does not retry: a
+        retried claim whose first answer was lost would read the guard's own claim as
+        a replay. The other options are ``GuardOptions``.
         """
         # The options are checked before a client exists (a sync cluster client connects at once,
         # and one built for a refused guard would be left open), and the guard checks them again,
         # as it does whoever built its client.
-        settings = check_settings(options, cluster=cluster)
-        client = cls._connect(url, cluster=cluster, timeouts=client_options(timeout, settings))
+        buckets_for(options, cluster=cluster)
+        _ledger(options)
+        client = cls._connect(url, cluster=cluster, timeouts=client_options(timeout))
         return cls(client, **options)
 
     @property
@@ -56,31 +66,57 @@ class GuardBase(ABC, Generic[ClientT]):
         return self._client
 
     @property
-    def max_token_lifetime(self) -> int:
-        """The longest a token lives: as given, else the longest ``ttl + leeway`` a ``Codec`` told."""
-        return self._ledger.max_token_lifetime
+    def clock_skew(self) -> int:
+        """Seconds that any two hosts' clocks may differ by, as the namespace's verifiers all use."""
+        return self._ledger.clock_skew
 
-    def learn_lifetime(self, lifetime: int) -> None:
-        """Called by each ``Codec`` built with this guard, with its ``ttl + leeway``.
+    def learn_leeway(self, leeway: int) -> None:
+        """Called by each ``Codec`` built with this guard, with its ``leeway``.
 
         Raises:
-            ValueError: ``lifetime`` is longer than the ``max_token_lifetime`` given.
+            ValueError: another codec told this guard another leeway.
         """
-        self._ledger.learn_lifetime(lifetime)
+        self._ledger.learn_leeway(leeway)
 
     def __repr__(self) -> str:
         """The guard's class and the options that differ from a plain guard's, never a password."""
-        settings = self._ledger.settings
-        shown = [f"namespace={settings.namespace!r}", f"fail_open={settings.fail_open}"]
-        if settings.replicas:
-            shown.append(f"replicas={settings.replicas}")
-        if settings.max_token_lifetime is not None:
-            shown.append(f"max_token_lifetime={settings.max_token_lifetime}")
-        if settings.clock_skew != DEFAULT_CLOCK_SKEW:
-            shown.append(f"clock_skew={settings.clock_skew}")
-        if settings.allow_eviction:
-            shown.append("allow_eviction=True")
+        shown = [f"namespace={self._ledger.namespace!r}"]
+        if self._ledger.clock_skew != DEFAULT_CLOCK_SKEW:
+            shown.append(f"clock_skew={self._ledger.clock_skew}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+    def _prepare(self, token_id: str, expires_at: int, now: int) -> tuple[Claim, str, tuple[int | str, ...]]:
+        """The claim of ``token_id``, the set it goes to, and the script's arguments."""
+        claim = self._ledger.prepare(token_id, expires_at, now)
+        return claim, self.bucket_keys[bucket_of(claim.member, self._buckets)], self._args(claim)
+
+    def _marker_args(self, now: int) -> tuple[int | str, ...]:
+        """The script's arguments that only write a marker, where one is missing or another memory's."""
+        return self._args(self._ledger.mark(now))
+
+    def _args(self, claim: Claim) -> tuple[int | str, ...]:
+        return arguments(claim, self._db, self._ledger.terms)
+
+    def _read(self, reply: object) -> Answer:
+        return read(self._ledger, reply)
+
+    def _marks_every_bucket(self, answer: Answer) -> bool:
+        """Whether to mark every bucket now, after a claim's ``answer``.
+
+        One bucket's memory began here, so the others' may have too (a master that
+        restarted, a new cluster): marked now, each accepts the tokens minted from now
+        on. A bucket left unmarked is marked by its next claim all the same.
+        """
+        return answer.began_here and self._buckets > 1
+
+    def _first_accepted(self, replies: list[object]) -> int:
+        """``begin``'s result from the markers' replies (an error in one's place raises it)."""
+        answers = []
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+            answers.append(self._read(reply))
+        return self._ledger.first_accepted(answers)
 
     @staticmethod
     @abstractmethod
@@ -91,3 +127,13 @@ class GuardBase(ABC, Generic[ClientT]):
     @abstractmethod
     def _connect(cls, url: str, *, cluster: bool, timeouts: dict[str, Any]) -> ClientT:
         """A new client for ``url`` (a cluster client if ``cluster``), with ``timeouts`` and no retries."""
+
+
+def _ledger(options: GuardOptions) -> Ledger:
+    """The shared rules, on the guard's namespace and ``clock_skew`` (which they check)."""
+    return Ledger(
+        options.get("namespace", DEFAULT_NAMESPACE),
+        options.get("clock_skew", DEFAULT_CLOCK_SKEW),
+        log="requeststate.redis",
+        describe="Redis",
+    )

@@ -1,11 +1,12 @@
-"""Where a Redis guard keeps a claim: the bucket (a sorted set) and the member that stands for the id."""
+"""Where a Redis guard keeps a claim: the bucket (a sorted set) that holds the digest of its id."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Final, NamedTuple
 
-__all__ = ["CLUSTER_BUCKETS", "ClaimLocation", "bucket_key", "claim_location"]
+from requeststate._seam import member_of
+
+__all__ = ["CLUSTER_BUCKETS", "ClaimLocation", "bucket_key", "bucket_of", "claim_location"]
 
 CLUSTER_BUCKETS: Final = 1024
 """How many sorted sets a cluster guard spreads its claims over (one, on a single Redis)."""
@@ -26,8 +27,13 @@ def claim_location(namespace: str, token_id: str, buckets: int = 1) -> ClaimLoca
     over ``namespace:claims:0`` to ``namespace:claims:1023``, by the digest, so that
     the buckets, each in the slot its name hashes to, spread over every master.
     """
-    member = hashlib.sha256(token_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return ClaimLocation(bucket_key(namespace, int(member[:8], 16) % buckets, buckets), member)
+    member = member_of(token_id)
+    return ClaimLocation(bucket_key(namespace, bucket_of(member, buckets), buckets), member)
+
+
+def bucket_of(member: str, buckets: int) -> int:
+    """Which of ``buckets`` sets holds the claim whose member (a SHA-256 in hex) is ``member``."""
+    return int(member[:8], 16) % buckets
 
 
 def bucket_key(namespace: str, bucket: int, buckets: int) -> str:

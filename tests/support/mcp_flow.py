@@ -17,6 +17,7 @@ from mcp.client.context import ClientRequestContext
 from mcp.server.context import HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
     ElicitRequestParams,
@@ -26,7 +27,7 @@ from mcp_types import (
 )
 
 import requeststate as rs
-from requeststate.mcp import INVALID_MESSAGE
+from requeststate.mcp import INVALID_MESSAGE, UNCHECKED_MESSAGE
 from tests.conftest import OTHER_SECRET as OTHER_SECRET  # re-exported: the MCP tests take their keys here
 from tests.conftest import SECRET as SECRET
 from tests.support.mcp_servers import Built
@@ -37,6 +38,7 @@ KEYS = rs.KeyRing(SECRET)
 MODES: tuple[rs.ModeName, ...] = ("signed", "encrypted")
 TIMEOUT = 20
 FROZEN = {"reason": "invalid_request_state"}
+UNCHECKED = {"reason": "request_state_unchecked"}
 REASONS = [reason.value for reason in rs.Reason]
 T = TypeVar("T")
 NOW_PLUS = int(time.time()) + 3600
@@ -119,6 +121,19 @@ async def echo_refused(
     with pytest.raises(MCPError) as error:
         await echo(client, token, name, arguments)
     assert_frozen(error)
+
+
+async def echo_unchecked(
+    client: Client, token: str, name: str = "wizard", arguments: dict[str, Any] | None = None
+) -> None:
+    """Round 2 of ``name`` with ``token`` echoed, which the guard could not check: -32603, retry."""
+    with pytest.raises(MCPError) as error:
+        await echo(client, token, name, arguments)
+    assert (error.value.error.code, error.value.error.message, error.value.error.data) == (
+        INTERNAL_ERROR,
+        UNCHECKED_MESSAGE,
+        UNCHECKED,
+    )
 
 
 def leaks_reason(wire: str) -> bool:

@@ -39,6 +39,15 @@ async def check_codec(keys: rs.KeyRing, token: str, guard: rs.AsyncGuard) -> Non
     assert_type(codec.guard, rs.Guard | rs.AsyncGuard | None)
     assert_type(rs.Codec(keys, mode=("signed", rs.Mode.ENCRYPTED), ttl=60, guard=guard), rs.Codec)
     assert_type(rs.Codec.from_env(mode="xchacha", ttl=60), rs.Codec)
+    assert_type(rs.Codec.from_env(asyncio=True), rs.Codec)
+
+
+def check_guard_from_url(url: str, asyncio: bool) -> None:
+    # A sync codec's guard is a Guard; an asyncio one's may be either (memory serves both).
+    assert_type(rs.guard_from_url(url), rs.Guard)
+    assert_type(rs.guard_from_url(url, asyncio=False), rs.Guard)
+    assert_type(rs.guard_from_url(url, asyncio=True), rs.Guard | rs.AsyncGuard)
+    assert_type(rs.guard_from_url(url, asyncio=asyncio), rs.Guard | rs.AsyncGuard)
 
 
 def check_functions(keys: rs.KeyRing, token: str) -> None:

@@ -1,14 +1,33 @@
+"""MemoryGuard: single use in one process, through its clocks, its capacity and a restart."""
+
 from __future__ import annotations
 
 import logging
+import secrets
+from typing import Any
 
 import pytest
 
-from requeststate._guard import GuardUnavailable, MemoryGuard
+import requeststate as rs
+from requeststate import GuardUnavailable
 
 NOW = 2_000_000_000
-ID = "5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918"
-OTHER_ID = "0123456789abcdef0123456789abcdef"
+
+
+def id_of(number: int, minted: int = NOW) -> str:
+    """A claim id as a codec makes it: ``<iat>-<32 hex>``."""
+    return f"{minted}-{number:032x}"
+
+
+ID = id_of(1)
+OTHER_ID = id_of(2)
+
+
+def MemoryGuard(capacity: int = 100_000, **options: Any) -> rs.MemoryGuard:  # noqa: N802  # the class, built earlier
+    """A guard built 100 s before NOW: the tokens of these tests postdate it."""
+    return rs.MemoryGuard(capacity, clock=lambda: NOW - 100, **options)
+
+
 # The whole refusal of a guard of capacity 1: it names neither the id claimed nor those it holds.
 FULL_ONE = r"^MemoryGuard is full: 1 ids have not expired yet \(raise its capacity\)$"
 FULL_WARNING = (
@@ -68,12 +87,12 @@ def test_claim_after_expires_at_is_refused_as_a_caller_mistake() -> None:
 
 def test_full_guard_fails_closed() -> None:
     guard = MemoryGuard(capacity=2)
-    guard.claim("a", NOW + 300, NOW)
-    guard.claim("b", NOW + 300, NOW)
+    guard.claim(id_of(10), NOW + 300, NOW)
+    guard.claim(id_of(11), NOW + 300, NOW)
     with pytest.raises(
         GuardUnavailable, match=r"^MemoryGuard is full: 2 ids have not expired yet \(raise its capacity\)$"
     ):
-        guard.claim("c", NOW + 300, NOW)
+        guard.claim(id_of(12), NOW + 300, NOW)
 
 
 def test_full_guard_keeps_its_live_ids() -> None:
@@ -87,10 +106,10 @@ def test_full_guard_keeps_its_live_ids() -> None:
 def test_purging_expired_ids_frees_capacity() -> None:
     monotonic = _SteadyClock()
     guard = MemoryGuard(capacity=2, monotonic=monotonic)
-    guard.claim("a", NOW + 10, NOW)
-    guard.claim("b", NOW + 300, NOW)
+    guard.claim(id_of(10), NOW + 10, NOW)
+    guard.claim(id_of(11), NOW + 300, NOW)
     monotonic.seconds = 11.0
-    assert guard.claim("c", NOW + 300, NOW + 11) is True
+    assert guard.claim(id_of(12), NOW + 300, NOW + 11) is True
     assert len(guard) == 2
 
 
@@ -98,11 +117,11 @@ def test_purge_removes_only_expired_ids() -> None:
     monotonic = _SteadyClock()
     guard = MemoryGuard(monotonic=monotonic)
     for offset in range(10):
-        guard.claim(f"id-{offset}", NOW + offset, NOW)
+        guard.claim(id_of(100 + offset), NOW + offset, NOW)
     monotonic.seconds = 5.0
-    guard.claim("late", NOW + 300, NOW + 5)
+    guard.claim(id_of(99), NOW + 300, NOW + 5)
     assert len(guard) == 6  # id-5 .. id-9 and late
-    assert guard.claim("id-5", NOW + 300, NOW + 5) is False
+    assert guard.claim(id_of(105), NOW + 300, NOW + 5) is False
 
 
 def test_capacity_defaults_to_one_hundred_thousand() -> None:
@@ -156,7 +175,7 @@ def test_after_a_forward_step_the_purge_clock_catches_up_at_a_bounded_rate() -> 
     guard.claim(OTHER_ID, NOW + 2000, NOW + 1050)
     assert len(guard) == 2  # purge clock at NOW + 50.78: ID (NOW + 100) is live
     monotonic.seconds = 100.0
-    guard.claim("a" * 32, NOW + 2000, NOW + 1100)
+    guard.claim(id_of(13), NOW + 2000, NOW + 1100)
     assert len(guard) == 2  # purge clock at NOW + 101.56: ID is gone
 
 
@@ -166,12 +185,12 @@ def test_a_full_guard_warns_once_until_it_has_room_again(caplog: pytest.LogCaptu
     guard.claim(ID, NOW + 10, NOW)
     for attempt in range(3):
         with pytest.raises(GuardUnavailable, match=FULL_ONE):
-            guard.claim(f"{attempt:032x}", NOW + 10, NOW)
+            guard.claim(id_of(200 + attempt), NOW + 10, NOW)
     assert caplog.record_tuples == [FULL_WARNING]
     monotonic.seconds = 20.0
     guard.claim(OTHER_ID, NOW + 40, NOW + 20)  # ID expired: room again
     with pytest.raises(GuardUnavailable, match=FULL_ONE):
-        guard.claim("b" * 32, NOW + 40, NOW + 20)
+        guard.claim(id_of(14), NOW + 40, NOW + 20)
     assert caplog.record_tuples == [FULL_WARNING, FULL_WARNING]
 
 
@@ -183,11 +202,78 @@ def test_a_purge_clock_gains_nothing_while_the_monotonic_clock_stands_still() ->
     guard.claim(OTHER_ID, NOW + 3600, NOW + 3600)  # the wall clock jumps; no real time passed
     assert len(guard) == 2
     monotonic.seconds = 1002.0
-    guard.claim("c" * 32, NOW + 3600, NOW + 3600)  # two real seconds: ID (NOW + 1) has expired
+    guard.claim(id_of(15), NOW + 3600, NOW + 3600)  # two real seconds: ID (NOW + 1) has expired
     assert len(guard) == 2
 
 
 @pytest.mark.parametrize("monotonic", [None, 1.0])
 def test_a_monotonic_clock_that_is_not_callable_is_refused_stating_the_requirement(monotonic: object) -> None:
     with pytest.raises(TypeError, match=r"^monotonic must be a callable returning seconds$"):
-        MemoryGuard(monotonic=monotonic)  # type: ignore[arg-type]
+        rs.MemoryGuard(monotonic=monotonic)  # type: ignore[arg-type]
+
+
+# --- its memory began when it was built ---------------------------------------------------------
+
+
+def test_a_token_minted_by_the_second_the_guard_was_built_is_refused() -> None:
+    guard = rs.MemoryGuard(clock=lambda: NOW + 0.9)
+    with pytest.raises(
+        GuardUnavailable,
+        match=(
+            rf"^the token was minted at {NOW}, before MemoryGuard's memory of the claims began \({NOW}, "
+            r"plus clock_skew 0 s\): it may have been redeemed before$"
+        ),
+    ):
+        guard.claim(id_of(1, NOW), NOW + 300, NOW + 1)
+    assert guard.claim(id_of(2, NOW + 1), NOW + 300, NOW + 1) is True
+
+
+def test_clock_skew_widens_what_the_guard_refuses() -> None:
+    guard = rs.MemoryGuard(clock_skew=3, clock=lambda: NOW)
+    with pytest.raises(GuardUnavailable, match=r"plus clock_skew 3 s"):
+        guard.claim(id_of(1, NOW + 3), NOW + 300, NOW + 3)
+    assert guard.claim(id_of(2, NOW + 4), NOW + 300, NOW + 4) is True
+
+
+def test_begin_returns_the_first_second_whose_tokens_are_accepted() -> None:
+    assert [
+        rs.MemoryGuard(clock=lambda: NOW + 0.5).begin(),
+        rs.MemoryGuard(clock_skew=5, clock=lambda: NOW).begin(),
+    ] == [
+        NOW + 1,
+        NOW + 6,
+    ]
+
+
+def test_a_restarted_process_refuses_every_replay_of_what_its_predecessor_redeemed() -> None:
+    # Row M of issue 34: the same keys, a new process (a new guard) built after the old one died.
+    keys = secrets.token_bytes(32)
+    before = rs.Codec(keys, guard=rs.MemoryGuard(clock=lambda: NOW - 100))
+    tokens = [before.encode("state", now=NOW + second % 5) for second in range(50)]
+    assert [before.decode(token, now=NOW + 5) for token in tokens] == ["state"] * 50
+    after = rs.Codec(keys, guard=rs.MemoryGuard(clock=lambda: NOW + 5))
+    refusals = set()
+    for token in tokens:
+        with pytest.raises(rs.InvalidToken) as refused:
+            after.verify(token, now=NOW + 6)
+        refusals.add(refused.value.reason)
+    assert refusals == {rs.Reason.GUARD_UNAVAILABLE}
+
+
+def test_an_id_that_does_not_tell_when_it_was_minted_is_refused() -> None:
+    with pytest.raises(GuardUnavailable, match=r"^the token id does not tell when it was minted \(no iat\)"):
+        MemoryGuard().claim("5f0c6a3e9d2b4c1a8e7f6d5c4b3a2918", NOW + 300, NOW)
+
+
+def test_a_token_minted_past_clock_skew_in_the_future_is_refused() -> None:
+    with pytest.raises(
+        GuardUnavailable, match=r"^the token was minted 1 s after this verifier's now, past clock_skew"
+    ):
+        MemoryGuard().claim(id_of(1, NOW + 1), NOW + 300, NOW)
+
+
+def test_a_codec_with_another_leeway_is_refused_at_construction() -> None:
+    guard = MemoryGuard()
+    rs.Codec(secrets.token_bytes(32), guard=guard, leeway=0)
+    with pytest.raises(ValueError, match=r"^this guard serves codecs with leeway=0, not 30: a claim is held"):
+        rs.Codec(secrets.token_bytes(32), guard=guard, leeway=30)

@@ -1,0 +1,237 @@
+"""The rules that make single use hold on a store that can forget: one place, for every store.
+
+A shared store (Redis, a Redis Cluster's buckets, an SQLite file) keeps, per namespace,
+the **claims** (each claimed id's SHA-256, held until its token can no longer verify
+anywhere) and one **marker**: which memory the store holds (the store says how it names
+one: Redis by its process, replication history and database), when that memory began,
+and the **terms** that every verifier of the namespace shares. A store runs one claim
+atomically, in this order (its ``Answer``):
+
+1. The marker is missing or names another memory (a restart, a flush, a failover, a new
+   file): the store writes a new one, dated the later of the verifier's ``now`` and the
+   store's own clock read inside the claim, so that a stale ``now`` (a paused verifier)
+   never dates a memory earlier than it began. Its terms are this verifier's.
+2. The marker is the store's, but its terms are not this verifier's: nothing else is done
+   (``TERMS``): a verifier that scored or pruned otherwise could reopen a token.
+3. Claims whose token expired ``clock_skew`` ago are pruned.
+4. The claim's digest is added unless it is there (``CLAIMED``, ``REPLAYED``).
+
+``Ledger`` prepares the claim (its digest, when its token was minted, what to prune) and
+decides what the answer means. A token is refused unless it was minted more than
+``clock_skew`` after the memory began: before, it may have been redeemed into the memory
+that was lost. Its id tells when it was minted (``<iat>-<id>``); an id that does not
+tell is refused, as no memory can be shown to postdate it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterable
+from typing import Final, NamedTuple
+
+from ._bounds import check_int
+from ._guard import GuardUnavailable, check_claim_window
+from ._options import DEFAULT_LEEWAY, MAX_TTL
+from ._token_id import minted_at
+
+__all__ = ["DEFAULT_CLOCK_SKEW", "Answer", "Claim", "Ledger", "Status", "member_of"]
+
+DEFAULT_CLOCK_SKEW: Final = 5
+"""Seconds that any two hosts' clocks (those that mint and those that verify, and a
+store's) may differ by, unless ``clock_skew=`` says otherwise."""
+# Scores are doubles in Redis and integers in SQLite: the times a guard writes stay below
+# 2**53, where every second is exact in both (285 million years).
+_MAX_SECONDS: Final = 2**53 - 1
+
+
+class Status:
+    """What a store's atomic claim did, as its ``Answer`` names it."""
+
+    CLAIMED: Final = "claimed"
+    REPLAYED: Final = "replayed"
+    TERMS: Final = "terms"
+    """The namespace's terms are not this verifier's: nothing was done."""
+    MARKED: Final = "marked"
+    """Only the marker was asked for (``Ledger.mark``)."""
+
+
+_STATUSES: Final = frozenset({Status.CLAIMED, Status.REPLAYED, Status.TERMS, Status.MARKED})
+
+
+class Claim(NamedTuple):
+    """One claim, ready for a store: what it adds and prunes, and when its token was minted."""
+
+    member: str
+    """The SHA-256 of the claimed id, in hex (the id itself never reaches a store); ``""``
+    to write only the marker."""
+    expires_at: int
+    """Its score: the token's ``exp`` plus the leeway, the last second it verifies."""
+    now: int
+    prune_before: int
+    """Claims scored before this second are removed: their tokens expired ``clock_skew`` ago."""
+    minted: int
+
+
+class Answer(NamedTuple):
+    """A store's answer to one claim."""
+
+    status: str
+    since: int
+    """When the store's memory of the claims began (unix seconds)."""
+    began_here: bool
+    """Whether this claim wrote the marker: the memory was new, or had been lost."""
+    terms: str
+    """The namespace's terms, as its marker holds them."""
+
+
+def member_of(token_id: str) -> str:
+    """What a store holds for a claimed id: its SHA-256 in hex, so that the id never reaches the store."""
+    return hashlib.sha256(token_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Ledger:
+    """A guard's rules around its store: thread-safe, and shared by the Redis and SQLite guards.
+
+    ``namespace`` (the verifiers that share claims: one per application sharing a
+    store) and ``clock_skew`` are checked here; ``log`` names the logger of the store's
+    integration, which says once what it meets (a loss, terms that differ, clocks apart).
+    """
+
+    __slots__ = ("_leeway", "_lock", "_log", "_warned", "clock_skew", "describe", "namespace")
+
+    def __init__(self, namespace: str, clock_skew: int, *, log: str, describe: str) -> None:
+        """``describe`` names the store in what is logged and raised ("Redis", "the SQLite file")."""
+        if not isinstance(namespace, str):
+            raise TypeError(f"namespace must be a str, not {type(namespace).__name__}")
+        if not namespace:
+            raise ValueError("namespace must not be empty")
+        self.namespace: Final = namespace
+        self.clock_skew: Final = check_int("clock_skew", clock_skew, 0, MAX_TTL)
+        self.describe: Final = describe
+        self._log: Final = log
+        self._lock: Final = threading.Lock()
+        self._leeway: int | None = None
+        self._warned: Final[set[str]] = set()
+
+    @property
+    def leeway(self) -> int:
+        """The leeway its claims are held for: the codecs', once one told it; else ``DEFAULT_LEEWAY``."""
+        return DEFAULT_LEEWAY if self._leeway is None else self._leeway
+
+    @property
+    def terms(self) -> str:
+        """What every verifier of a namespace must share, as the marker records it."""
+        return f"clock_skew={self.clock_skew};leeway={self.leeway}"
+
+    def learn_leeway(self, leeway: int) -> None:
+        """A ``Codec``'s leeway; ``ValueError`` if another codec told this guard another one."""
+        with self._lock:
+            if self._leeway is not None and self._leeway != leeway:
+                raise ValueError(
+                    f"this guard serves codecs with leeway={self._leeway}, not {leeway}: a claim is held "
+                    "for its token's exp plus the leeway, so every codec of a guard (and every verifier "
+                    "of a namespace) must use one leeway"
+                )
+            self._leeway = leeway
+
+    def prepare(self, token_id: str, expires_at: int, now: int) -> Claim:
+        """The claim of ``token_id``; ``GuardUnavailable`` if its token is undated, or from the future."""
+        check_claim_window(expires_at, now)
+        if not -_MAX_SECONDS <= now <= expires_at <= _MAX_SECONDS:
+            raise GuardUnavailable("a time past 2**53 s, which a store cannot hold exactly")
+        minted = minted_at(token_id)
+        if minted is None:
+            raise GuardUnavailable(
+                "the token id does not tell when it was minted (no iat): it cannot be shown to postdate "
+                "the store's memory"
+            )
+        skew = self.clock_skew
+        if minted > now + skew:
+            self._warn_once(
+                "future",
+                f"a token was minted {minted - now} s in this verifier's future, past clock_skew ({skew} s): "
+                "such tokens are refused; synchronise the hosts' clocks",
+            )
+            raise GuardUnavailable(
+                f"the token was minted {minted - now} s after this verifier's now, past clock_skew "
+                f"({skew} s): the hosts' clocks differ by more than the guard allows"
+            )
+        return Claim(member_of(token_id), expires_at, now, now - skew, minted)
+
+    def mark(self, now: int) -> Claim:
+        """The claim that only writes the marker, where it is missing or names another memory."""
+        return Claim("", now, now, now - self.clock_skew, now)
+
+    def read(self, status: object, since: object, began: object, terms: object) -> Answer:
+        """A store's reply, checked; ``GuardUnavailable`` for one that no store gives."""
+        if (
+            status in _STATUSES
+            and isinstance(since, int)
+            and not isinstance(since, bool)
+            and began in (0, 1, False, True)
+            and isinstance(terms, str)
+        ):
+            return Answer(str(status), since, bool(began), terms)
+        raise GuardUnavailable(f"{self.describe} answered the claim with a reply no claim gives")
+
+    def settle(self, claim: Claim, answer: Answer) -> bool:
+        """The verdict: ``True`` on a first claim, ``False`` on a replay, else ``GuardUnavailable``."""
+        if answer.status == Status.TERMS:
+            raise GuardUnavailable(self._differ(answer.terms))
+        if answer.status == Status.REPLAYED:
+            return False
+        self.check_postdates(claim, answer.since)
+        return True
+
+    def check_postdates(self, claim: Claim, since: int) -> None:
+        """``GuardUnavailable`` unless ``claim``'s token was minted after ``since`` plus ``clock_skew``.
+
+        ``since``: when the store's memory of the claims began. A token minted before
+        may have been redeemed into a memory that was lost.
+        """
+        if claim.minted > since + self.clock_skew:
+            return
+        self._warn_once(
+            f"lost {since}",
+            f"{self.describe}'s memory of the claims began at {since} (unix time): it is new, or it lost "
+            "them (a restart, a flush, a failover, a replaced file); every token minted by "
+            f"{since + self.clock_skew} is refused, as it may have been redeemed before",
+        )
+        raise GuardUnavailable(
+            f"the token was minted at {claim.minted}, before {self.describe}'s memory of the claims "
+            f"began ({since}, plus clock_skew {self.clock_skew} s): it may have been redeemed before"
+        )
+
+    def first_accepted(self, answers: Iterable[Answer]) -> int:
+        """The first second whose tokens every marker accepts, from ``mark``'s answers.
+
+        ``GuardUnavailable`` if a namespace's terms are not this verifier's.
+        """
+        latest = None
+        for answer in answers:
+            if answer.status == Status.TERMS:
+                raise GuardUnavailable(self._differ(answer.terms))
+            latest = answer.since if latest is None else max(latest, answer.since)
+        if latest is None:
+            raise GuardUnavailable(f"{self.describe} answered no marker")
+        return latest + self.clock_skew + 1
+
+    def _differ(self, theirs: str) -> str:
+        message = (
+            f"the namespace's verifiers use {theirs}, this one {self.terms}: every verifier of a namespace "
+            "must use the same clock_skew and leeway (or another namespace), or a claim one prunes "
+            "another would accept again"
+        )
+        self._warn_once(f"terms {theirs}", message)
+        return message
+
+    def _warn_once(self, topic: str, message: str) -> None:
+        """Log ``message`` the first time this guard meets ``topic``: one line, not one per claim."""
+        with self._lock:
+            if topic in self._warned:
+                return
+            self._warned.add(topic)
+        import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
+
+        logging.getLogger(self._log).warning("replay guard: %s", message)

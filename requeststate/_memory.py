@@ -1,0 +1,172 @@
+"""``MemoryGuard``: the replay guard in one process's memory, on the rules all guards share (``_ledger``)."""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections.abc import Callable
+from typing import Final, final
+
+from ._bounds import check_int
+from ._guard import GuardUnavailable
+from ._ledger import Ledger
+
+__all__ = ["DEFAULT_CAPACITY", "MemoryGuard"]
+
+DEFAULT_CAPACITY: Final = 100_000
+"""The most live ids a ``MemoryGuard`` holds unless ``capacity=`` says otherwise."""
+# How much faster than the monotonic clock the purge clock may run to catch up with a wall
+# clock that stepped forward: 1 s per 64 s.
+PURGE_CATCH_UP: Final = 1 / 64
+
+
+@final
+class MemoryGuard:
+    """A replay guard in this process's memory, for a server that runs as one process.
+
+    Thread-safe (one lock) and bounded: it holds at most ``capacity`` live ids.
+    Expired ids are purged on each ``claim``, oldest first, in amortised
+    ``O(log n)`` time, with no background thread.
+
+    Its memory begins when it is built: it refuses every token minted by then
+    (plus ``clock_skew``), as such a token may have been redeemed by the process
+    this one replaced (a restart with the same keys). ``begin()`` returns the first
+    second whose tokens it accepts; ``requeststate.mcp.protect`` waits for it before
+    serving.
+
+    Sizing: it holds the id of every token redeemed within one TTL plus leeway,
+    about 220 bytes each. Only tokens that passed every other check reach it,
+    so filling it takes that many tokens the server minted for authenticated
+    users: a client that can mint and redeem without limit can fill it. When
+    full of live ids it raises ``GuardUnavailable`` (every redemption is then
+    refused) rather than forget one, which would let that token be replayed,
+    and logs one warning each time it fills. Size ``capacity`` for the peak
+    redemptions in one TTL, and rate-limit minting per user, which is what
+    protects it.
+
+    The clock: ids are purged by the verifier's ``now``, but never faster than
+    a monotonic clock allows. After the wall clock steps forward, the purge
+    clock catches up at 1 s per 64 s, so a clock that steps forward and back
+    cannot empty the guard of ids whose tokens are still valid; a step
+    backward is followed at once. (Ids are then held longer, never shorter.)
+
+    Other processes do not see its ids: behind several workers, use
+    ``requeststate.sqlite.SQLiteGuard`` (one host) or ``requeststate.redis.RedisGuard``.
+    """
+
+    __slots__ = (
+        "_capacity",
+        "_full",
+        "_heap",
+        "_held",
+        "_ledger",
+        "_lock",
+        "_monotonic",
+        "_purged_to",
+        "_since",
+    )
+
+    def __init__(
+        self,
+        capacity: int = DEFAULT_CAPACITY,
+        *,
+        clock_skew: int = 0,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Make an empty guard that holds at most ``capacity`` live ids (a positive ``int``).
+
+        ``clock_skew``: seconds by which the clocks of the hosts that mint its tokens may
+        run ahead of this one's (0: this process mints them). ``clock`` dates when its
+        memory began (unix seconds, read once, here); ``monotonic`` bounds purging
+        (tests inject both).
+        """
+        check_int("capacity", capacity, 1)
+        for name, given in (("clock", clock), ("monotonic", monotonic)):
+            if not callable(given):
+                raise TypeError(f"{name} must be a callable returning seconds")
+        self._ledger: Final = Ledger("memory", clock_skew, log="requeststate", describe="MemoryGuard")
+        self._since: Final = int(clock())
+        self._capacity: Final = capacity
+        self._monotonic: Final = monotonic
+        self._lock: Final = threading.Lock()
+        # Each held id is in both: the set answers "claimed?", the heap finds the
+        # next to expire. An id enters once and leaves once, so they stay in step.
+        self._held: Final[set[str]] = set()
+        self._heap: Final[list[tuple[int, str]]] = []
+        # (purge clock, monotonic reading) at the last claim; None before the first.
+        self._purged_to: tuple[float, float] | None = None
+        self._full = False
+
+    @property
+    def capacity(self) -> int:
+        """The most live ids this guard holds before it fails closed."""
+        return self._capacity
+
+    def learn_leeway(self, leeway: int) -> None:
+        """Called by each ``Codec`` built with this guard; ``ValueError`` for a second, different leeway."""
+        self._ledger.learn_leeway(leeway)
+
+    def begin(self, now: int | None = None) -> int:
+        """The first unix second whose tokens this guard accepts: when it was built, ``clock_skew``, and 1.
+
+        ``now`` is accepted for the ``begin`` every guard has, and not needed: this
+        guard's memory began when it was built.
+        """
+        del now
+        return self._since + self._ledger.clock_skew + 1
+
+    def _purge_clock(self, now: int) -> float:
+        """The time to purge up to: ``now``, unless that runs ahead of the monotonic clock."""
+        elapsed = self._monotonic()
+        if self._purged_to is None:
+            clock = float(now)
+        else:
+            last, then = self._purged_to
+            clock = min(float(now), last + max(0.0, elapsed - then) * (1 + PURGE_CATCH_UP))
+        self._purged_to = (clock, elapsed)
+        return clock
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
+
+        Raises:
+            GuardUnavailable: the guard is full of ids that have not expired, or the
+                token was minted before the guard was built (plus ``clock_skew``), or
+                after ``now`` plus ``clock_skew``, or its id does not tell when.
+            ValueError: ``expires_at`` is before ``now``.
+        """
+        claim = self._ledger.prepare(token_id, expires_at, now)
+        with self._lock:
+            heap = self._heap
+            clock = self._purge_clock(claim.prune_before)
+            while heap and heap[0][0] < clock:
+                self._held.remove(heapq.heappop(heap)[1])
+            if token_id in self._held:
+                return False
+            self._ledger.check_postdates(claim, self._since)
+            if len(self._held) >= self._capacity:
+                if not self._full:
+                    self._full = True
+                    import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
+
+                    logging.getLogger("requeststate").warning(
+                        "MemoryGuard is full (%d live ids): every redemption is refused until ids "
+                        "expire; raise its capacity or rate-limit minting per user",
+                        self._capacity,
+                    )
+                raise GuardUnavailable(
+                    f"MemoryGuard is full: {self._capacity} ids have not expired yet (raise its capacity)"
+                )
+            self._full = False
+            self._held.add(token_id)
+            heapq.heappush(heap, (expires_at, token_id))
+            return True
+
+    def __len__(self) -> int:
+        """The number of ids held, including expired ones not purged yet."""
+        return len(self._held)
+
+    def __repr__(self) -> str:
+        return f"MemoryGuard(capacity={self._capacity}, size={len(self._held)})"

@@ -1,0 +1,107 @@
+"""A Redis guard's claim, sync or async: the Lua script that runs the shared rules atomically, and its reply.
+
+The rules are ``requeststate``'s (``Ledger``): this module only says how Redis runs
+them. A claim is one script (``CLAIM_SCRIPT``), atomic on the server, on a sorted set
+of claims (one on a single Redis, ``CLUSTER_BUCKETS`` in a cluster): each claimed id's
+SHA-256, scored by its token's expiry plus the leeway, and one **marker**, scored
+``+inf``. Nothing carries a Redis expiry: a claim is removed by a later one once its
+token expired ``clock_skew`` ago on the verifier's clock, and an eviction policy that
+evicts only keys with an expiry (``volatile-*``) never touches a claim; one that evicts
+any key (``allkeys-*``) evicts a set with its marker, which the next claim sees as a loss.
+
+The marker names the memory that holds the set: the server process (``run_id``), its
+replication history (``master_replid``, which a failover, a failback or a full resync
+changes) and the database (which ``SWAPDB`` changes). Whatever forgets or replaces the
+set (a restart, with or without a snapshot; ``FLUSHALL``; a failover or failback; an
+eviction; a swap of databases) leaves a marker that is missing or names another memory:
+the script writes a new one, dated the later of the verifier's ``now`` and Redis's
+``TIME``, with this verifier's terms.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+import redis.exceptions
+from redis.exceptions import RedisClusterException, RedisError
+
+from requeststate import GuardUnavailable
+from requeststate._seam import Answer, Claim, Ledger
+
+__all__ = ["CLAIM_SCRIPT", "ERRORS", "arguments", "log", "read", "unanswered"]
+
+log: Final = logging.getLogger("requeststate.redis")
+
+CLAIM_SCRIPT: Final = """
+local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or ''
+local memory = run_id .. ':' .. replid .. ':' .. ARGV[5]
+local terms = ARGV[6]
+local since, created = nil, 0
+local marker = redis.call('ZRANGEBYSCORE', KEYS[1], '+inf', '+inf', 'LIMIT', 0, 1)[1]
+if marker then
+  local held_by, began, kept = string.match(marker, '^marker|([^|]*)|(%-?%d+)|(.*)$')
+  if held_by == memory then
+    if kept ~= terms then
+      return {'terms', tonumber(began), 0, kept}
+    end
+    since = tonumber(began)
+  else
+    redis.call('ZREM', KEYS[1], marker)
+  end
+end
+if not since then
+  since = math.max(tonumber(ARGV[3]), tonumber(redis.call('TIME')[1]))
+  created = 1
+  local dated = string.format('%d', since)
+  redis.call('ZADD', KEYS[1], '+inf', 'marker|' .. memory .. '|' .. dated .. '|' .. terms)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
+if ARGV[1] == '' then
+  return {'marked', since, created, terms}
+end
+if redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1]) == 0 then
+  return {'replayed', since, created, terms}
+end
+return {'claimed', since, created, terms}
+"""
+"""KEYS: the sorted set of claims. ARGV: the claim's member ('' to write only the marker), its
+score (the token's expiry plus the leeway), the verifier's now, the score below which claims are
+pruned, the database the client selected, and the verifier's terms. The answer: the status, when
+the set's memory began, 1 if this call began it, and the namespace's terms (the rules of each are
+``Ledger``'s)."""
+
+# Every error redis-py raises: its cluster client's own, and two more that are no RedisError
+# (a pool after a fork deadlocked; a cluster policy misconfigured), which fail closed too.
+ERRORS: Final = (
+    RedisError,
+    RedisClusterException,
+    *(
+        getattr(redis.exceptions, name)
+        for name in ("ChildDeadlockedError", "IncorrectPolicyType")
+        if hasattr(redis.exceptions, name)  # IncorrectPolicyType is newer than redis-py 6.0
+    ),
+)
+
+
+def arguments(claim: Claim, db: int, terms: str) -> tuple[int | str, ...]:
+    """The script's ``ARGV`` for ``claim``, on database ``db``, under the verifier's ``terms``."""
+    return (claim.member, claim.expires_at, claim.now, claim.prune_before, db, terms)
+
+
+def read(ledger: Ledger, reply: object) -> Answer:
+    """The script's reply as an ``Answer``; ``GuardUnavailable`` for one it never gives."""
+    if isinstance(reply, list) and len(reply) == 4:
+        return ledger.read(*(_text(part) for part in reply))
+    raise GuardUnavailable(f"Redis answered the claim with an unexpected {type(reply).__name__}")
+
+
+def unanswered(error: Exception, what: str) -> GuardUnavailable:
+    """What a claim or ``begin`` raises when Redis did not record ``what``: ``error``'s class, never an id."""
+    return GuardUnavailable(f"Redis did not record {what} ({type(error).__name__})")
+
+
+def _text(part: object) -> object:
+    # A client built with decode_responses=True reads bulk strings as str, others as bytes.
+    return part.decode("ascii", "replace") if isinstance(part, bytes) else part

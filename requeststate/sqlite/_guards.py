@@ -1,0 +1,163 @@
+"""``SQLiteGuard`` and ``AsyncSQLiteGuard``: the replay guard in an SQLite file a host's processes share."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from typing import Final, final
+
+from requeststate import DEFAULT_CLOCK_SKEW
+from requeststate._seam import Ledger, check_seconds
+
+from ._file import SQLiteFile
+
+__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "AsyncSQLiteGuard", "SQLiteGuard"]
+
+DEFAULT_NAMESPACE: Final = "requeststate"
+"""The namespace of a guard's claims in the file, unless ``namespace=`` says otherwise."""
+DEFAULT_TIMEOUT: Final = 5.0
+"""Seconds a claim waits for the file's lock before the guard gives up (``GuardUnavailable``)."""
+
+
+class _SQLiteGuardBase:
+    """What both guards share: the file, the namespace, the rules."""
+
+    __slots__ = ("_file", "_ledger")
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        clock_skew: int = DEFAULT_CLOCK_SKEW,
+        timeout: float = DEFAULT_TIMEOUT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        text = os.fspath(path)
+        if not isinstance(text, str):
+            raise TypeError(f"path must be a str or os.PathLike[str], not {type(text).__name__}")
+        if not os.path.isabs(text):
+            raise ValueError(
+                f"path must be absolute, not {text!r}: the workers that share the file may not share a "
+                "working directory"
+            )
+        if not callable(clock):
+            raise TypeError("clock must be a callable returning unix seconds")
+        self._ledger: Final = Ledger(
+            namespace, clock_skew, log="requeststate.sqlite", describe="the SQLite file"
+        )
+        self._file: Final = SQLiteFile(text, timeout=check_seconds("timeout", timeout), clock=clock)
+
+    @property
+    def path(self) -> str:
+        """The file the claims are kept in."""
+        return self._file.path
+
+    @property
+    def namespace(self) -> str:
+        """The namespace of this guard's claims in the file."""
+        return self._ledger.namespace
+
+    @property
+    def clock_skew(self) -> int:
+        """Seconds that any two hosts' clocks may differ by, as the namespace's verifiers all use."""
+        return self._ledger.clock_skew
+
+    def learn_leeway(self, leeway: int) -> None:
+        """Called by each ``Codec`` built with this guard; ``ValueError`` for a second, different leeway."""
+        self._ledger.learn_leeway(leeway)
+
+    def _claim(self, token_id: str, expires_at: int, now: int) -> bool:
+        claim = self._ledger.prepare(token_id, expires_at, now)
+        return self._ledger.settle(claim, self._file.claim(self.namespace, claim, self._ledger.terms))
+
+    def _begin(self, now: int | None) -> int:
+        claim = self._ledger.mark(int(time.time()) if now is None else now)
+        return self._ledger.first_accepted([self._file.claim(self.namespace, claim, self._ledger.terms)])
+
+    def __repr__(self) -> str:
+        """The guard's class, file and namespace."""
+        return f"{type(self).__name__}({self.path!r}, namespace={self.namespace!r})"
+
+
+@final
+class SQLiteGuard(_SQLiteGuardBase):
+    """A replay guard in an SQLite file, shared by every process of one host that opens it.
+
+    For several workers on one host (uvicorn or gunicorn workers), with no server to
+    run: Python's own ``sqlite3``. Each claim is one ``BEGIN IMMEDIATE`` transaction,
+    serialised by the file's lock across every process, in write-ahead-log mode with
+    every commit synced to disk. Claims survive a restart of any or all workers.
+    The rules are the Redis guard's: a file that is new, deleted, replaced or
+    truncated has lost its memory, and every token minted before the loss (plus
+    ``clock_skew``) is refused; the namespace's verifiers share one ``clock_skew``
+    and leeway. Thread-safe. Call ``begin()`` when the process starts
+    (``requeststate.mcp.protect`` does).
+
+    Args:
+        path: the file, absolute (created if missing). It must be on a local
+            filesystem: a network filesystem cannot share a write-ahead log, and is
+            refused at the first claim.
+        namespace: one per application sharing the file.
+        clock_skew: seconds that the clocks of the hosts that mint may differ by
+            (default ``requeststate.DEFAULT_CLOCK_SKEW``).
+        timeout: seconds a claim waits for the file's lock.
+        clock: the clock that dates a new memory, read inside the claim (tests inject one).
+
+    Raises:
+        TypeError, ValueError: a relative path, or a bad option.
+    """
+
+    __slots__ = ()
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
+
+        Raises:
+            GuardUnavailable: the file could not record the claim, the token was minted
+                before the file's memory began (plus ``clock_skew``) or after ``now``
+                plus ``clock_skew``, or the namespace's verifiers use other terms.
+            ValueError: ``expires_at`` is before ``now``.
+        """
+        return self._claim(token_id, expires_at, now)
+
+    def begin(self, now: int | None = None) -> int:
+        """Record in the file that its memory begins now, where it has no record: call at start.
+
+        Returns:
+            The first unix second whose tokens are accepted: ``now + clock_skew + 1``
+            on a new file, earlier on a file in use.
+
+        Raises:
+            GuardUnavailable: the file could not be written, or the namespace's
+                verifiers use another ``clock_skew`` or leeway (the message names both).
+        """
+        return self._begin(now)
+
+    def close(self) -> None:
+        """Close the connection (the next claim opens it again)."""
+        self._file.close()
+
+
+@final
+class AsyncSQLiteGuard(_SQLiteGuardBase):
+    """``SQLiteGuard`` for asyncio servers: each claim runs in a worker thread, off the event loop.
+
+    The arguments and the outcomes are ``SQLiteGuard``'s.
+    """
+
+    __slots__ = ()
+
+    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        """Record ``token_id`` until ``expires_at``; see ``SQLiteGuard.claim``."""
+        return await asyncio.to_thread(self._claim, token_id, expires_at, now)
+
+    async def begin(self, now: int | None = None) -> int:
+        """Record in the file that its memory begins now; see ``SQLiteGuard.begin``."""
+        return await asyncio.to_thread(self._begin, now)
+
+    async def aclose(self) -> None:
+        """Close the connection (the next claim opens it again)."""
+        self._file.close()

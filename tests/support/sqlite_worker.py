@@ -1,0 +1,32 @@
+"""A worker process with an SQLiteGuard on a file, driven one line at a time: a host's worker, for the tests.
+
+``python -m tests.support.sqlite_worker PATH`` (with a lock timeout of 0.25 s: a test waits less
+on a file that every worker is reopening at once), then, on stdin, one command a line:
+``claim ID EXPIRES_AT NOW`` answers ``True``, ``False`` or ``unavailable``; ``begin NOW``
+answers the first second accepted. Each answer is one line on stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from requeststate import GuardUnavailable
+from requeststate.sqlite import SQLiteGuard
+
+
+def main() -> None:
+    guard = SQLiteGuard(sys.argv[1], clock=lambda: 0, timeout=0.25)
+    for line in sys.stdin:
+        command, *words = line.split()
+        try:
+            if command == "claim":
+                answer = str(guard.claim(words[0], int(words[1]), int(words[2])))
+            else:
+                answer = str(guard.begin(int(words[0])))
+        except GuardUnavailable:
+            answer = "unavailable"
+        print(answer, flush=True)
+
+
+if __name__ == "__main__":
+    main()
