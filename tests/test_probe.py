@@ -58,6 +58,7 @@ from tests.conftest import SECRET as CONFTEST_SECRET
 from tests.support import probe_gallery as gallery
 from tests.support import probe_schemes as schemes
 from tests.support import probe_server, processes
+from tests.support.memory_guard import memory_guard
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
@@ -103,13 +104,17 @@ FORGERY = ["forged", "rehashed", "guessed_key", "alg_none"]
 def in_process(server: object, **options: Any) -> probe.Report:
     """Probe an in-process server (the SDK's memory transport): no subprocess, no port.
 
+    The first round of each tool alone, unless ``max_rounds`` is given: most tests read the rows of
+    the first state, and a later round's would only cost time (``EVERY_ROUND`` probes them all).
+
     The server's logs are off meanwhile: the gallery's crashing handlers would render a traceback
     each (slowly), and the probe's report is what the tests read.
     """
 
     async def run() -> probe.Report:
         target = probe.Target(server=server)
-        return await probe.probe(target, probe.ProbeOptions(**options), server_log=io.StringIO(), timeout=60)
+        chosen = probe.ProbeOptions(**{"max_rounds": 1, **options})
+        return await probe.probe(target, chosen, server_log=io.StringIO(), timeout=60)
 
     logger = logging.getLogger("mcp")
     saved = logger.level
@@ -118,6 +123,9 @@ def in_process(server: object, **options: Any) -> probe.Report:
         return anyio.run(run)
     finally:
         logger.setLevel(saved)
+
+
+EVERY_ROUND = probe.ProbeOptions().max_rounds
 
 
 def rows(report: probe.Report, scope: str | None = None) -> dict[str, probe.Check]:
@@ -500,7 +508,7 @@ def failed(report: probe.Report) -> set[tuple[str, str]]:
 
 
 def test_a_server_that_protects_round_one_and_trusts_round_two_fails_naming_round_two() -> None:
-    report = in_process(gallery.trusts_round_two())
+    report = in_process(gallery.trusts_round_two(), max_rounds=EVERY_ROUND)
     round_2 = "tool book_table, round 2"
     assert failed(report) == {("bit_flip", round_2), ("forged", round_2), ("arguments", round_2)}
     assert [(scope.name, scope.baseline) for scope in report.scopes] == [
@@ -510,7 +518,7 @@ def test_a_server_that_protects_round_one_and_trusts_round_two_fails_naming_roun
 
 
 def test_one_bad_tool_among_good_ones_fails_on_that_tool_alone() -> None:
-    report = in_process(gallery.one_bad_tool())
+    report = in_process(gallery.one_bad_tool(), max_rounds=EVERY_ROUND)
     assert failed(report) == {
         (check, f"tool quote, round {number}")
         for check in ("bit_flip", "random", "forged", "arguments")
@@ -519,7 +527,7 @@ def test_one_bad_tool_among_good_ones_fails_on_that_tool_alone() -> None:
 
 
 def test_every_tool_and_round_is_probed_and_the_report_shows_the_budget() -> None:
-    report = in_process(gallery.one_bad_tool())
+    report = in_process(gallery.one_bad_tool(), max_rounds=EVERY_ROUND)
     assert report.budget == (
         "6 states: tool book_table, rounds 1-2; tool order, rounds 1-2; tool quote, rounds 1-2 "
         "(budget: 16 tools, prompts or resources, 8 rounds each)"
@@ -543,7 +551,7 @@ def test_a_budget_below_one_is_refused(name: str) -> None:
 
 
 def test_tools_named_are_the_ones_probed_every_round() -> None:
-    report = in_process(gallery.one_bad_tool(), tools=("quote", "order"))
+    report = in_process(gallery.one_bad_tool(), tools=("quote", "order"), max_rounds=EVERY_ROUND)
     assert ([scope.name for scope in report.scopes], report.other_tool) == (
         ["tool quote, round 1", "tool quote, round 2", "tool order, round 1", "tool order, round 2"],
         "tool order",
@@ -559,7 +567,7 @@ def fleet_rows(*workers: object, also: tuple[str, ...] = (), **options: Any) -> 
     """The fleet rows (and the replay row, and ``also``) of a probe of ``workers``, the first the target,
     on their first round: result and detail, by id."""
     targets = [probe.Target(server=worker) for worker in workers]
-    report = in_process(targets[0].server, workers=tuple(targets[1:]), max_rounds=1, **options)
+    report = in_process(targets[0].server, workers=tuple(targets[1:]), **options)
     assert report.workers == FLEET
     found = rows(report)
     ids = ("fleet_shared", "fleet_replay", "replay", *also)
@@ -574,7 +582,7 @@ SHARED = (
 
 
 def test_a_guard_per_worker_fails_a_state_redeemed_on_one_worker_then_another() -> None:
-    guarded = [gallery.protected(guard=rs.MemoryGuard()) for _ in range(2)]
+    guarded = [gallery.protected(guard=memory_guard()) for _ in range(2)]
     assert fleet_rows(*guarded, single_use=True) == {
         "fleet_shared": SHARED,
         "fleet_replay": (
@@ -600,7 +608,7 @@ def test_keys_per_worker_fail_a_state_sent_to_another_worker() -> None:
 
 
 def test_a_fleet_sharing_keys_and_guard_passes_every_fleet_row() -> None:
-    guard = rs.MemoryGuard()  # one guard object: what a Redis is to workers in processes of their own
+    guard = memory_guard()  # one guard object: what a Redis is to workers in processes of their own
     found = fleet_rows(gallery.protected(guard=guard), gallery.protected(guard=guard), single_use=True)
     assert found == {
         "fleet_shared": SHARED,
@@ -611,7 +619,7 @@ def test_a_fleet_sharing_keys_and_guard_passes_every_fleet_row() -> None:
 
 def test_once_workers_share_states_every_check_crosses_them() -> None:
     # The second worker fails open: a flipped bit sent to it goes through, never one sent to the first.
-    alone = rows(in_process(gallery.sealed(), max_rounds=1))["bit_flip"].result
+    alone = rows(in_process(gallery.sealed()))["bit_flip"].result
     found = fleet_rows(gallery.sealed(), gallery.sealed(fail_open=True), also=("bit_flip",))
     assert (alone, found["fleet_shared"][0], found["bit_flip"][0]) == ("PASS", "PASS", "FAIL")
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -29,6 +28,7 @@ from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResul
 
 import requeststate as rs
 from requeststate.mcp import protect
+from tests.support.memory_guard import memory_guard
 from tests.support.probe_schemes import KEY
 from tests.support.processes import free_port, serving
 
@@ -68,15 +68,13 @@ def flows(name: str, tools: int, rounds: int) -> MCPServer[Any]:
 
 def _guard(kind: str) -> rs.Guard | None:
     if kind == "memory":
-        return rs.MemoryGuard()
+        return memory_guard()  # its memory began at the epoch: the worker serves at once
     if kind != "redis":
         return None
     from requeststate.redis import RedisGuard
 
-    guard = RedisGuard.from_url(os.environ[REDIS_URL], namespace=os.environ[NAMESPACE])
-    ready = guard.begin()  # on a new Redis, tokens are accepted from this second on (its clock skew)
-    time.sleep(max(0.0, ready - time.time()))  # the port opens, and the worker serves, once ready
-    return guard
+    # protect() begins it with the server: the port opens once the tokens it mints are accepted.
+    return RedisGuard.from_url(os.environ[REDIS_URL], namespace=os.environ[NAMESPACE])
 
 
 def worker(kind: str) -> MCPServer[Any]:
