@@ -53,6 +53,7 @@ from requeststate.probe import _mutations as mutations
 from requeststate.probe import _placeholders as placeholders
 from requeststate.probe import _readings as readings
 from requeststate.probe import _spelling as spelling
+from requeststate.probe import _tampering as tampering
 from requeststate.probe._flaws import FLAWS
 from tests.conftest import SECRET as CONFTEST_SECRET
 from tests.support import probe_gallery as gallery
@@ -1513,6 +1514,13 @@ def test_a_random_state_keeps_the_prefix_and_the_length() -> None:
     assert len(forged) == len(SEALED)
     assert forged != SEALED
     assert len(mutations.random_like(STATE)) == len(STATE)
+
+
+def test_flips_cut_short_still_spread_over_the_whole_token() -> None:
+    # Over a loaded machine the 8 s bound stopped a probe after 7 flips, all in the first 12 of 51
+    # bytes, and the region a server accepted (bytes 15-19) was never reached.
+    order = tampering.coarse_first(list(range(16)))
+    assert (order[:4], sorted(order)) == ([0, 8, 4, 12], list(range(16)))
 
 
 def test_a_flipped_bit_is_one_bit_of_the_decoded_bytes_spelled_as_the_server_spells_them() -> None:

@@ -38,11 +38,11 @@ def run_probe(args: argparse.Namespace) -> int:
         raise
     headers = dict(args.header)
     if args.url:
-        first, *others = (probe.Target(url=url, headers=headers) for url in args.url)
+        target, *others = (probe.Target(url=url, headers=headers) for url in args.url)
     else:
-        first = probe.Target(command=tuple(args.server_command))
-        others = [first] * ((args.workers or 1) - 1)  # the command started once per worker
-    target = first
+        target = probe.Target(command=tuple(args.server_command))
+        others = [target] * ((args.workers or 1) - 1)  # the command started once per worker
+    limits = {"max_targets": args.max_targets, "max_rounds": args.max_rounds}
     second = None
     if args.header2 or args.env2:
         second = probe.Target(target.command, target.url, headers=dict(args.header2), env=dict(args.env2))
@@ -55,7 +55,7 @@ def run_probe(args: argparse.Namespace) -> int:
         second=second,
         wordlists=tuple(args.wordlist),
         workers=tuple(others),
-        **{name: value for name in ("max_targets", "max_rounds") if (value := getattr(args, name))},
+        **{name: limit for name, limit in limits.items() if limit is not None},  # else the probe's own
     )
     return probe.run(
         target,

@@ -33,6 +33,21 @@ INTEGRITY: Final = ("bit_flip", "random", "forged", "rehashed", "guessed_key", "
 """The checks whose FAIL shows a flaw in the state's integrity: another spelling accepted is then a FAIL."""
 
 
+def coarse_first(positions: list[int]) -> list[int]:
+    """``positions`` in an order whose every prefix spreads over all of them (the first, the middle,
+    the quarters, ...): flips cut short by the time bound still cover the whole token."""
+    order: list[int] = []
+    taken: set[int] = set()
+    step = 1 << len(positions).bit_length()
+    while step:
+        for index in range(0, len(positions), step):
+            if index not in taken:
+                taken.add(index)
+                order.append(positions[index])
+        step //= 2
+    return order
+
+
 async def bit_flip(plan: Plan) -> Verdict:
     """Flip the lowest bit of bytes spread over the decoded token, each on a fresh round."""
     budget = Budget(FLIP_SECONDS)
@@ -41,7 +56,7 @@ async def bit_flip(plan: Plan) -> Verdict:
     accepted: list[tuple[int, Outcome]] = []
     refusals: list[Outcome] = []
     flips = MAX_FLIPS if plan.primary else FURTHER_FLIPS
-    for count, position in enumerate(spread(range(shape.size), flips)):
+    for count, position in enumerate(coarse_first(spread(range(shape.size), flips))):
         if count:  # the first flip goes on the round fetched above
             if budget.spent():
                 break
@@ -57,7 +72,7 @@ async def bit_flip(plan: Plan) -> Verdict:
             refusals.append(outcome)
     tried = len(accepted) + len(refusals)
     if accepted:
-        where = shape.region([position for position, _ in accepted])
+        where = shape.region(sorted(position for position, _ in accepted))
         return "FAIL", (
             f"{len(accepted)} of {tried} single-bit flips were accepted, at {where} "
             f"(the first: {accepted[0][1].detail})"
