@@ -8,7 +8,8 @@
 - ``benchmarks``: the benchmark harness's own tests (``benchmarks/test_benchmarks.py``).
 - ``nemesis``: single use under faults (scripts/nemesis.py): worker processes redeem tokens on
   real redis-servers (one, a replicated pair, a cluster) while a nemesis kills, flushes, evicts,
-  pauses and fails them over; it fails on any token accepted twice (about 3 minutes).
+  pauses and fails them over, and on one SQLite file that it deletes, replaces and truncates;
+  it fails on any token accepted twice (about 4 minutes).
 - ``conformance``: the official MCP conformance suite against the SDK's and FastMCP's conformance
   servers, as shipped and under ``protect()``, and the probe on them and on a TypeScript SDK
   server (scripts/conformance.py); Node 22 and the suite come from the npm registry into build/.
@@ -67,7 +68,7 @@ def fuzz(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS[0])
 def nemesis(session: nox.Session) -> None:
-    """Single use under random faults on real redis-servers; ``-- --seconds 120`` runs longer."""
+    """Single use under random faults on redis-servers and an SQLite file; ``-- --seconds 120``: longer."""
     _sync(session, "--extra", "redis")
     session.run("python", "-m", "scripts.nemesis", *session.posargs)
 

@@ -66,12 +66,12 @@ DEFINITIONS: Final = (
     "minted before the clock starts, 64 B state; each sample a batch of decodes, GC off, the cases of a "
     "group interleaved. Added = guarded minus unguarded time of the same call, best - best and "
     "median - median. Redis: a loopback redis-server the run starts without persistence (one claim "
-    "script per claim, SET NX EX and the loss marker's read, one round trip). Memory per held id: "
+    "script per claim, which reads the marker and adds to a sorted set, one round trip). Memory per held id: "
     "traced bytes a MemoryGuard keeps after decode "
     "claimed N fresh tokens (dict and heap entries, the id string), divided by N.",
     "Redis claims: RedisGuard.claim (one after another) and AsyncRedisGuard.claim "
     f"({ASYNC_CONCURRENCY} at a time in one event loop) of fresh ids on loopback: one redis-server, a "
-    "Redis Cluster of 3 masters, a master whose replica must acknowledge every claim (replicas=1, WAIT). "
+    "Redis Cluster of 3 masters. "
     "Claims/s = claims / wall time of all of them; p50 and p99 of single claim latencies.",
 )
 

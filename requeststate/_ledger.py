@@ -98,7 +98,7 @@ class Ledger:
     integration, which says once what it meets (a loss, terms that differ, clocks apart).
     """
 
-    __slots__ = ("_leeway", "_lock", "_log", "_warned", "clock_skew", "describe", "namespace")
+    __slots__ = ("_leeway", "_lock", "_log", "_told", "_warned", "clock_skew", "describe", "namespace")
 
     def __init__(self, namespace: str, clock_skew: int, *, log: str, describe: str) -> None:
         """``describe`` names the store in what is logged and raised ("Redis", "the SQLite file")."""
@@ -112,6 +112,8 @@ class Ledger:
         self._log: Final = log
         self._lock: Final = threading.Lock()
         self._leeway: int | None = None
+        # Whether a store was told the terms (a marker written or checked with them).
+        self._told = False
         self._warned: Final[set[str]] = set()
 
     @property
@@ -121,17 +123,28 @@ class Ledger:
 
     @property
     def terms(self) -> str:
-        """What every verifier of a namespace must share, as the marker records it."""
-        return f"clock_skew={self.clock_skew};leeway={self.leeway}"
+        """What every verifier of a namespace must share, as the marker records it: read for a store.
+
+        Once read, the leeway is the store's too: ``learn_leeway`` refuses another.
+        """
+        with self._lock:
+            self._told = True
+            return f"clock_skew={self.clock_skew};leeway={self.leeway}"
 
     def learn_leeway(self, leeway: int) -> None:
-        """A ``Codec``'s leeway; ``ValueError`` if another codec told this guard another one."""
+        """A ``Codec``'s leeway; ``ValueError`` if another codec told this guard another one, or its
+        store already holds another (the guard began, or claimed, before the codec was built)."""
         with self._lock:
             if self._leeway is not None and self._leeway != leeway:
                 raise ValueError(
                     f"this guard serves codecs with leeway={self._leeway}, not {leeway}: a claim is held "
                     "for its token's exp plus the leeway, so every codec of a guard (and every verifier "
                     "of a namespace) must use one leeway"
+                )
+            if self._told and self.leeway != leeway:
+                raise ValueError(
+                    f"this guard already gave {self.describe} its terms with leeway={self.leeway}, not "
+                    f"{leeway}: build every Codec with the guard before its begin() or first claim"
                 )
             self._leeway = leeway
 

@@ -166,6 +166,35 @@ async def test_two_uvicorn_workers_complete_the_first_flow_and_refuse_every_repl
 
 
 @pytest.mark.parametrize("kind", KINDS)
+async def test_after_a_restart_of_every_worker_a_redeemed_token_stays_refused_and_a_pending_flow_completes(
+    kind: str, tmp_path: Path
+) -> None:
+    # The SQLite file keeps the claims and when its memory began: a restarted fleet serves at once,
+    # and neither forgets a redemption nor refuses a flow that was waiting for its user. (A Redis
+    # fleet's restart: tests/test_redis.py.)
+    store_url = f"sqlite:///{tmp_path}/claims.db"
+
+    async def two_rounds(url: str) -> tuple[str, str, object]:
+        async with over_http(url) as client:
+            redeemed, pending = await first_round(client), await first_round(client)
+            return redeemed, pending, await redeem(client, redeemed)
+
+    with http_workers(kind, store_url) as (first, _):
+        redeemed, pending, answer = await bounded(lambda: two_rounds(first))
+    with http_workers(kind, store_url) as restarted:
+
+        async def run() -> list[object]:
+            async with over_http(restarted[0]) as one, over_http(restarted[1]) as other:
+                return [
+                    await redeem(one, redeemed),
+                    await redeem(other, redeemed),
+                    await redeem(other, pending),
+                ]
+
+        assert [answer, *await bounded(run)] == [BOOKED, *[(INVALID_PARAMS, INVALID_MESSAGE)] * 2, BOOKED]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_over_stdio_a_token_redeemed_on_one_process_is_refused_on_the_other(
     kind: str, store_url: str
 ) -> None:

@@ -277,3 +277,11 @@ def test_a_codec_with_another_leeway_is_refused_at_construction() -> None:
     rs.Codec(secrets.token_bytes(32), guard=guard, leeway=0)
     with pytest.raises(ValueError, match=r"^this guard serves codecs with leeway=0, not 30: a claim is held"):
         rs.Codec(secrets.token_bytes(32), guard=guard, leeway=30)
+
+
+def test_tokens_minted_from_the_second_begin_returns_are_accepted() -> None:
+    guard = rs.MemoryGuard(clock=lambda: NOW)
+    ready = guard.begin()
+    with pytest.raises(GuardUnavailable, match=r"^the token was minted at \d+, before MemoryGuard's memory"):
+        guard.claim(id_of(1, ready - 1), ready + 300, ready)
+    assert (ready, guard.claim(id_of(2, ready), ready + 300, ready)) == (NOW + 1, True)

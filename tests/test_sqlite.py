@@ -314,9 +314,9 @@ def test_a_file_lost_under_four_running_workers_is_a_loss_each_worker_sees(tmp_p
         if loss == "deleted":
             path.unlink()
         elif loss == "replaced":
-            fresh = tmp_path / "fresh.db"
-            sqlite3.connect(fresh).close()
-            os.replace(fresh, path)
+            new_file = tmp_path / "new.db"
+            sqlite3.connect(new_file).close()
+            os.replace(new_file, path)
         else:
             with sqlite3.connect(path) as checkpointing:
                 checkpointing.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -66,13 +66,32 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
     async def begin(self, now: int | None = None) -> int:
         """Record in Redis that its memory of the claims begins now; see ``RedisGuard.begin``."""
         try:
-            return self._first_accepted(await self._mark(int(time.time()) if now is None else now))
+            first = self._first_accepted(await self._mark(int(time.time()) if now is None else now))
         except ERRORS as error:
             raise unanswered(error, "when its memory began") from error
+        await self._look_for_0_3()
+        return first
 
     async def aclose(self) -> None:
         """Close the client and its connections."""
         await self._client.aclose()
+
+    async def _look_for_0_3(self) -> None:
+        """Look, once at start, for requeststate 0.3's claims in the namespace (a courtesy, not a check)."""
+        command = self._scan_for_0_3()
+        client = self._client
+        try:
+            if isinstance(client, redis.asyncio.cluster.RedisCluster):
+                replies = [
+                    await client.execute_command(*command, target_nodes=node)
+                    for node in client.get_primaries()
+                ]
+            else:
+                replies = [await client.execute_command(*command)]  # type: ignore[no-untyped-call]
+        except ERRORS as error:  # an ACL without SCAN, say: the look is a courtesy, not a check
+            log.debug("Redis not searched for requeststate 0.3's claims (%s)", type(error).__name__)
+            return
+        self._tell_if_0_3(replies)
 
     @staticmethod
     def _check_client(client: object) -> bool:

@@ -9,11 +9,13 @@ from requeststate import DEFAULT_CLOCK_SKEW
 from requeststate._seam import Answer, Claim, Ledger
 
 from ._buckets import bucket_key, bucket_of
-from ._script import arguments, read
+from ._script import arguments, log, read
 from ._settings import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, GuardOptions, buckets_for, client_options
 
 __all__ = ["GuardBase"]
 
+SCANNED_FOR_0_3: Final = 10_000
+"""How many keys ``begin`` looks at (on each master) for requeststate 0.3's claims: a sample, not a proof."""
 ClientT = TypeVar("ClientT")
 """The client a guard claims through: ``Client`` (``RedisGuard``) or ``AsyncClient`` (``AsyncRedisGuard``)."""
 
@@ -108,6 +110,22 @@ class GuardBase(ABC, Generic[ClientT]):
         on. A bucket left unmarked is marked by its next claim all the same.
         """
         return answer.began_here and self._buckets > 1
+
+    def _scan_for_0_3(self) -> tuple[str | int, ...]:
+        """The ``SCAN`` (on every master, in a cluster) that looks for requeststate 0.3's claims."""
+        pattern = f"{self._ledger.namespace}:" + "[0-9a-f]" * 64  # 0.3's <namespace>:<sha256 hex>
+        return ("SCAN", 0, "MATCH", pattern, "COUNT", SCANNED_FOR_0_3)
+
+    def _tell_if_0_3(self, replies: list[Any]) -> None:
+        """Log if a ``SCAN`` found 0.3's claims in this namespace: a mixed fleet is not single use."""
+        if any(isinstance(reply, list | tuple) and len(reply) == 2 and reply[1] for reply in replies):
+            log.warning(
+                "Redis holds claims of requeststate 0.3 in namespace %r (keys %s:<sha256>): a 0.3 verifier "
+                "does not see this release's claims, nor this one its: while both run, a token can be "
+                "redeemed once on each. Stop every 0.3 verifier, or give this release a namespace of its own",
+                self._ledger.namespace,
+                self._ledger.namespace,
+            )
 
     def _first_accepted(self, replies: list[object]) -> int:
         """``begin``'s result from the markers' replies (an error in one's place raises it)."""

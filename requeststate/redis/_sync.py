@@ -91,13 +91,33 @@ class RedisGuard(GuardBase[Client]):
                 another ``clock_skew`` or leeway (the message names both).
         """
         try:
-            return self._first_accepted(self._mark(int(time.time()) if now is None else now))
+            first = self._first_accepted(self._mark(int(time.time()) if now is None else now))
         except ERRORS as error:
             raise unanswered(error, "when its memory began") from error
+        self._look_for_0_3()
+        return first
 
     def close(self) -> None:
         """Close the client and its connections."""
         self._client.close()
+
+    def _look_for_0_3(self) -> None:
+        """Look, once at start, for requeststate 0.3's claims in the namespace (a courtesy, not a check)."""
+        command = self._scan_for_0_3()
+        client = self._client
+        try:
+            if isinstance(client, redis.cluster.RedisCluster):
+                masters = client.get_primaries()  # type: ignore[no-untyped-call]  # untyped in redis-py
+                replies = [
+                    client.execute_command(*command, target_nodes=node)  # type: ignore[no-untyped-call]
+                    for node in masters
+                ]
+            else:
+                replies = [client.execute_command(*command)]  # type: ignore[no-untyped-call]
+        except ERRORS as error:  # an ACL without SCAN, say: the look is a courtesy, not a check
+            log.debug("Redis not searched for requeststate 0.3's claims (%s)", type(error).__name__)
+            return
+        self._tell_if_0_3(replies)
 
     @staticmethod
     def _check_client(client: object) -> bool:

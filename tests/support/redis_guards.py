@@ -10,9 +10,9 @@ import asyncio
 import os
 from typing import Any, Protocol
 
-from requeststate import GuardUnavailable
+from requeststate import DEFAULT_CLOCK_SKEW, GuardUnavailable
 from requeststate._token_id import TOKEN_ID_BYTES, claim_id
-from requeststate.redis import DEFAULT_CLOCK_SKEW, AsyncRedisGuard, RedisGuard
+from requeststate.redis import AsyncRedisGuard, RedisGuard
 
 __all__ = ["FLAVOURS", "AsyncOnALoop", "Claimer", "build", "lost", "minted", "outcome"]
 
@@ -25,6 +25,8 @@ class Claimer(Protocol):
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool: ...
 
     def begin(self, now: int | None = None) -> int: ...
+
+    def learn_leeway(self, leeway: int) -> None: ...
 
     def close(self) -> None: ...
 
@@ -41,6 +43,9 @@ class AsyncOnALoop:
 
     def begin(self, now: int | None = None) -> int:
         return self._loop.run_until_complete(self.guard.begin(now))
+
+    def learn_leeway(self, leeway: int) -> None:
+        self.guard.learn_leeway(leeway)
 
     def close(self) -> None:
         self._loop.run_until_complete(self.guard.aclose())
