@@ -26,15 +26,28 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 async def _serve(ports: Sequence[int], port: int, ready: threading.Event, stop: asyncio.Event) -> None:
     turns = itertools.cycle(ports)
+    connections: set[asyncio.Task[None]] = set()
 
     async def forward(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        connections.add(task)
         backend_reader, backend_writer = await asyncio.open_connection("127.0.0.1", next(turns))
-        await asyncio.gather(_pipe(client_reader, backend_writer), _pipe(backend_reader, client_writer))
+        try:
+            await asyncio.gather(_pipe(client_reader, backend_writer), _pipe(backend_reader, client_writer))
+        finally:
+            for writer in (client_writer, backend_writer):
+                writer.close()
+            connections.discard(task)
 
     server = await asyncio.start_server(forward, "127.0.0.1", port)
     async with server:
         ready.set()
         await stop.wait()
+        # Every connection closed before the loop is: a stream left open warns when collected.
+        for task in list(connections):
+            task.cancel()
+        await asyncio.gather(*connections, return_exceptions=True)
 
 
 @contextmanager
