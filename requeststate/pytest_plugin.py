@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypedDict, TypeGuard, TypeVar, Unpack
 
 import pytest
 
@@ -39,16 +39,21 @@ INSTALL_HINT: Final = "pip install 'requeststate[mcp]'"
 # What the probe imports from the mcp extra: an ImportError naming one of them is the extra missing.
 _EXTRA_MODULES: Final = frozenset({"mcp", "mcp_types", "anyio", "httpx2"})
 _SERVER_LOG_LINES: Final = 20
+_URL_SCHEMES: Final = ("http://", "https://")
+# The loggers of the servers the fixture runs in process: each handler the probe crashes would log a
+# traceback there (FastMCP's with a handler of its own, past pytest's capture).
+_SERVER_LOGGERS: Final = ("mcp", "fastmcp")
 _T = TypeVar("_T")
 
 
 class ProbeKeywords(TypedDict, total=False):
     """The keywords the fixture takes, in both of its forms (calling it, or awaiting ``run``)."""
 
-    tool: str | None
-    """The tool, prompt or resource to probe (``ProbeOptions.tool``); ``None``: the first that answers."""
+    tool: str | Sequence[str] | None
+    """The tool, or tools, to probe (``ProbeOptions.tools``); ``None``: every tool, prompt and resource
+    that answers input-required."""
     arguments: dict[str, Any] | None
-    """Its arguments (``ProbeOptions.arguments``); ``None``: placeholders."""
+    """Their arguments (``ProbeOptions.arguments``); ``None``: placeholders."""
     single_use: bool
     """FAIL, not INFO, when a state can be redeemed twice (``ProbeOptions.single_use``)."""
     require_confidential: bool
@@ -59,6 +64,10 @@ class ProbeKeywords(TypedDict, total=False):
     """The same server as another user (any form the server takes), for the other-user check."""
     wordlists: Sequence[str | Path]
     """More secrets to guess the MAC key from (``ProbeOptions.wordlists``)."""
+    max_targets: int | None
+    """The most tools, prompts and resources probed (``ProbeOptions.max_targets``); ``None``: its default."""
+    max_rounds: int | None
+    """The most rounds of each probed (``ProbeOptions.max_rounds``); ``None``: its default."""
     headers: Mapping[str, str] | None
     """HTTP headers, for a URL only."""
     env: Mapping[str, str] | None
@@ -97,8 +106,10 @@ class RequestStateProbe:
         ``server``: an ``MCPServer``, low-level ``Server`` or ``FastMCP`` object (probed in
         memory), a command (a list of str, spawned over stdio, inheriting the environment and
         ``env``), a URL (``http://`` or ``https://``, streamable HTTP, with ``headers``), or a
-        ``requeststate.probe.Target``. ``tool``, ``arguments``, ``single_use``,
-        ``require_confidential``, ``ttl`` and ``wordlists`` are those of
+        ``requeststate.probe.Target``; or a list of them, the workers of one deployment (a list
+        of URLs, of commands, of server objects sharing their keys): states cross between them.
+        ``tool`` (one name or several), ``arguments``, ``single_use``, ``require_confidential``,
+        ``ttl``, ``wordlists``, ``max_targets`` and ``max_rounds`` are those of
         ``requeststate.probe.ProbeOptions``; ``second`` is the same server as another user
         (any form ``server`` takes), for the other-user check. ``timeout`` bounds the probe's
         own work (``requeststate.probe.DEFAULT_TIMEOUT`` by default); the expiry check's wait
@@ -129,15 +140,18 @@ class RequestStateProbe:
     async def _probe(self, server: object, keywords: _Keywords, log: TextIO) -> Report:
         from requeststate import probe
 
-        target = _target(server, keywords.headers, keywords.env)
+        target, *workers = _targets(server, keywords.headers, keywords.env)
+        limits = {"max_targets": keywords.max_targets, "max_rounds": keywords.max_rounds}
         options = probe.ProbeOptions(
-            tool=keywords.tool,
+            tools=(keywords.tool,) if isinstance(keywords.tool, str) else tuple(keywords.tool or ()),
             arguments=keywords.arguments,
             single_use=keywords.single_use,
             require_confidential=keywords.require_confidential,
             ttl=keywords.ttl,
             second=None if keywords.second is None else _target(keywords.second, None, None),
             wordlists=tuple(Path(path) for path in keywords.wordlists),
+            workers=tuple(workers),
+            **{name: limit for name, limit in limits.items() if limit is not None},
         )
         return await probe.probe(target, options, timeout=keywords.seconds(), server_log=log)
 
@@ -146,7 +160,7 @@ class RequestStateProbe:
 class _Keywords:
     """``ProbeKeywords`` with their defaults: what one probe runs with."""
 
-    tool: str | None = None
+    tool: str | Sequence[str] | None = None
     arguments: dict[str, Any] | None = None
     single_use: bool = False
     require_confidential: bool = False
@@ -156,6 +170,8 @@ class _Keywords:
     headers: Mapping[str, str] | None = None
     env: Mapping[str, str] | None = None
     timeout: float | None = None
+    max_targets: int | None = None
+    max_rounds: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.wordlists, str | Path):  # one path would be read as paths of one letter each
@@ -168,11 +184,34 @@ class _Keywords:
         return DEFAULT_TIMEOUT if self.timeout is None else self.timeout
 
 
+def _targets(
+    server: object, headers: Mapping[str, str] | None, env: Mapping[str, str] | None
+) -> list[Target]:
+    """The probe's ``Target`` for what the test passed, or one per worker for a list of them."""
+    return (
+        [_target(worker, headers, env) for worker in server]
+        if _fleet(server)
+        else [_target(server, headers, env)]
+    )
+
+
+def _fleet(server: object) -> TypeGuard[Sequence[object]]:
+    """Whether ``server`` is a list of servers: of URLs, commands, server objects or ``Target``s.
+
+    A list of str is one command, unless every item is a URL (a command is never a URL).
+    """
+    if not isinstance(server, Sequence) or isinstance(server, str | bytes) or not server:
+        return False
+    if all(isinstance(item, str) for item in server):
+        return all(str(item).startswith(_URL_SCHEMES) for item in server)
+    return True
+
+
 def _target(server: object, headers: Mapping[str, str] | None, env: Mapping[str, str] | None) -> Target:
     """The probe's ``Target`` for what the test passed: a server object, a command, or a URL."""
     from requeststate.probe import Target
 
-    url = isinstance(server, str) and server.startswith(("http://", "https://"))
+    url = isinstance(server, str) and server.startswith(_URL_SCHEMES)
     command = isinstance(server, Sequence) and not isinstance(server, str | bytes)
     if headers is not None and not url:
         raise TypeError("headers= go with a URL (streamable HTTP)")
@@ -201,6 +240,12 @@ def _call_blocking(call: Callable[[], _T]) -> _T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:
+        # Called out of the handler above: what it raises, or a server logs meanwhile, is not chained
+        # to that RuntimeError ("no running event loop").
         return call()
     # anyio.run refuses to start a loop inside a running one: give the probe a thread and a loop.
     outcome: list[_T] = []
@@ -252,15 +297,17 @@ def _printable(text: str) -> str:
 
 @contextmanager
 def _sdk_quiet() -> Iterator[None]:
-    """The SDK's logger silenced meanwhile: each handler the probe crashes would log a traceback,
-    slowly, into the test's captured log; the report says what happened."""
-    logger = logging.getLogger("mcp")
-    saved = logger.level
-    logger.setLevel(logging.CRITICAL + 1)  # its modules' loggers inherit the level
+    """The SDK's and FastMCP's loggers silenced meanwhile: each handler the probe crashes would log a
+    traceback, slowly, into the test's output; the report says what happened."""
+    loggers = [logging.getLogger(name) for name in _SERVER_LOGGERS]
+    saved = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)  # their modules' loggers inherit the level
     try:
         yield
     finally:
-        logger.setLevel(saved)
+        for logger, level in zip(loggers, saved, strict=True):
+            logger.setLevel(level)
 
 
 @pytest.fixture

@@ -203,8 +203,9 @@ def probe(case: dict[str, Any], node: Path, project: Path) -> Verdict:
             done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S603
     seconds = time.monotonic() - started
     try:
+        # Each check id once, whichever rounds and tools it FAILed on.
         fails = sorted(
-            check["id"] for check in json.loads(done.stdout)["checks"] if check["result"] == "FAIL"
+            {check["id"] for check in json.loads(done.stdout)["checks"] if check["result"] == "FAIL"}
         )
     except (ValueError, KeyError):
         fails = [f"(no report: {done.stderr.strip()[-300:]})"]

@@ -26,7 +26,7 @@ import fastmcp  # noqa: F401
 import requeststate.probe
 import requeststate.pytest_plugin  # noqa: F401
 from tests.conftest import SECRET
-from tests.support import mcp_servers, probe_gallery, probe_server, processes  # noqa: F401
+from tests.support import mcp_servers, probe_fleet, probe_gallery, probe_server, processes  # noqa: F401
 from tests.support.reference import b64
 
 pytest_plugins = ["pytester"]
@@ -63,14 +63,35 @@ def run_user_test(pytester: pytest.Pytester, call: str, setup: str = "") -> pyte
     return pytester.runpytest(*PLUGIN, *QUIET)
 
 
-def failed_rows(result: pytest.RunResult) -> set[str]:
-    """The rows the assertion message (the report's summary) names as FAILed."""
-    rows = set()
+def failed_rows(result: pytest.RunResult) -> dict[str, str]:
+    """The rows the assertion message (the report's summary) names as FAILed, each with the states it
+    FAILed on (``tool book_table, round 1; tool book_table, round 2``), or ``""`` for a report of one."""
+    rows = {}
     for line in result.outlines:
         text = line[1:].strip() if line.startswith("E ") else ""
         if text.startswith("FAIL   "):
-            rows.add(text.removeprefix("FAIL   ").partition(": ")[0])
+            named = text.removeprefix("FAIL   ").partition(": ")[0]
+            found = re.fullmatch(r"(.*?)(?: \(((?:tool|prompt|resource) [^()]*)\))?", named)
+            assert found is not None
+            rows[found[1]] = found[2] or ""
     return rows
+
+
+# The gallery's wizard has two rounds: every row that attacks a state FAILs on both.
+ROUND_1, ROUND_2 = "tool book_table, round 1", "tool book_table, round 2"
+BOTH = f"{ROUND_1}; {ROUND_2}"
+# The rows run on the first state only: the server's decoder, its targets, users and expiry.
+ONCE = {
+    "base64 re-spelled (padding, alphabet)",
+    "state sent to another target",
+    "state sent as another user",
+    "state used after expiry",
+}
+
+
+def on_both_rounds(rows: set[str]) -> dict[str, str]:
+    """``rows`` as a wizard of the gallery FAILs them: on both rounds, but those run once."""
+    return {row: ROUND_1 if row in ONCE else BOTH for row in rows}
 
 
 def headline(result: pytest.RunResult) -> str:
@@ -138,7 +159,9 @@ def test_each_broken_server_fails_the_users_test_naming_its_flaws(
     result = run_user_test(pytester, call)
     result.assert_outcomes(failed=1)
     counted = re.fullmatch(rf"\d+ PASS, (\d+) FAIL, .*: {FAILED}", headline(result))
-    assert (failed_rows(result), counted is not None and int(counted[1])) == (rows, len(rows))
+    expected = on_both_rounds(rows)
+    fails = sum(len(scopes.split("; ")) for scopes in expected.values())
+    assert (failed_rows(result), counted is not None and int(counted[1])) == (expected, fails)
 
 
 def test_the_failure_names_each_flaw_with_its_evidence_and_what_was_not_tested(
@@ -147,10 +170,10 @@ def test_the_failure_names_each_flaw_with_its_evidence_and_what_was_not_tested(
     result = run_user_test(pytester, 'gallery.broken("no argument binding")')
     result.assert_outcomes(failed=1)
     message = [line.removeprefix("E").strip() for line in result.outlines if line.startswith("E ")]
-    assert message[message.index(f"AssertionError: 9 PASS, 1 FAIL, 1 INFO, 7 SKIP: {FAILED}") :][:3] == [
-        f"AssertionError: 9 PASS, 1 FAIL, 1 INFO, 7 SKIP: {FAILED}",
-        "FAIL   same state, other arguments: the state is not bound to the call's arguments. Evidence: "
-        "accepted: the next round asks for party (the state was minted for other arguments)",
+    assert message[message.index(f"AssertionError: 17 PASS, 2 FAIL, 2 INFO, 11 SKIP: {FAILED}") :][:3] == [
+        f"AssertionError: 17 PASS, 2 FAIL, 2 INFO, 11 SKIP: {FAILED}",
+        f"FAIL   same state, other arguments ({BOTH}): the state is not bound to the call's arguments. "
+        "Evidence: accepted: the next round asks for party (the state was minted for other arguments)",
         "SKIP (not tested): every member forged; unkeyed hash recomputed; MAC key guessed (common "
         "secrets); JWT re-signed with alg none; state sent to another target; state sent as another user; "
         "state used after expiry",
@@ -164,14 +187,16 @@ def test_the_insecure_example_over_stdio_fails_every_flaw_including_another_targ
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     result = run_user_test(pytester, f"{INSECURE!r}, single_use=True, require_confidential=True")
     result.assert_outcomes(failed=1)
+    # Two tools of two rounds each: every row that attacks a state FAILs on each of the four.
+    every = f"{BOTH}; tool change_booking, round 1; tool change_booking, round 2"
     assert failed_rows(result) == {
-        "single bits flipped",
-        "random state (never minted)",
-        "every member forged",
-        ARGUMENTS,
-        "state sent to another target",
-        "same state redeemed twice",
-        "state hidden from the client",
+        "single bits flipped": every,
+        "random state (never minted)": every,
+        "every member forged": every,
+        ARGUMENTS: every,
+        "state sent to another target": ROUND_1,
+        "same state redeemed twice": every,
+        "state hidden from the client": every,
     }
 
 
@@ -187,7 +212,7 @@ def test_a_protected_server_without_a_guard_fails_single_use(pytester: pytest.Py
     # The same server, without the guard the option demands: the user's test must catch that too.
     result = run_user_test(pytester, "gallery.protected(), single_use=True")
     result.assert_outcomes(failed=1)
-    assert failed_rows(result) == {"same state redeemed twice"}
+    assert failed_rows(result) == {"same state redeemed twice": BOTH}
 
 
 def test_a_warn_does_not_fail_the_users_test(pytester: pytest.Pytester) -> None:
@@ -228,14 +253,15 @@ def test_a_fastmcp_serving_its_state_as_plain_json_fails(pytester: pytest.Pytest
     )
     result = run_user_test(pytester, "app", setup)
     result.assert_outcomes(failed=1)
+    # Its tool has one round: a report of one state, its rows named alone.
     assert failed_rows(result) == {
-        "single bits flipped",
-        "truncated (-4 chars)",
-        "extended (+AAAA)",
-        "prefix swapped",
-        "random state (never minted)",
-        "base64 re-spelled (padding, alphabet)",
-        ARGUMENTS,
+        "single bits flipped": "",
+        "truncated (-4 chars)": "",
+        "extended (+AAAA)": "",
+        "prefix swapped": "",
+        "random state (never minted)": "",
+        "base64 re-spelled (padding, alphabet)": "",
+        ARGUMENTS: "",
     }
 
 
@@ -272,7 +298,103 @@ def test_a_url_with_a_second_user_fails_another_user(pytester: pytest.Pytester, 
         pytester, f"{booking_url!r}, headers={{'X-User': 'alice'}}, second={second}", setup
     )
     result.assert_outcomes(failed=1)
-    assert failed_rows(result) == {"state sent as another user"}
+    assert failed_rows(result) == {"state sent as another user": ROUND_1}
+
+
+# --- the workers of one deployment: a list of servers --------------------------------------------------
+
+
+@pytest.fixture
+def memory_fleet() -> Iterator[list[str]]:
+    """Two worker processes over streamable HTTP sharing their keys, each with its own MemoryGuard."""
+    with probe_fleet.fleet("memory", ROOT) as urls:
+        yield urls
+
+
+def test_a_list_of_urls_is_a_fleet_and_a_guard_per_worker_fails_the_users_test(
+    pytester: pytest.Pytester, memory_fleet: list[str]
+) -> None:
+    result = run_user_test(pytester, f"{memory_fleet!r}, single_use=True")
+    result.assert_outcomes(failed=1)
+    assert failed_rows(result) == {"state redeemed on one worker, then another": "tool flow0, round 1"}
+
+
+def test_a_list_of_server_objects_is_a_fleet(pytester: pytest.Pytester) -> None:
+    call = "[gallery.protected(keys=rs.KeyRing.ephemeral()), gallery.protected(keys=rs.KeyRing.ephemeral())]"
+    result = run_user_test(pytester, call)
+    result.assert_outcomes(failed=1)
+    assert failed_rows(result) == {"state sent to another worker": ROUND_1}
+
+
+def test_tools_named_are_probed_alone(pytester: pytest.Pytester) -> None:
+    # One bad tool among good ones: named without it, the user's test passes.
+    result = run_user_test(pytester, 'gallery.one_bad_tool(), tool=["book_table", "order"]')
+    result.assert_outcomes(passed=1)
+
+
+# --- what a server logs stays out of the user's output ----------------------------------------------------
+
+CRASHING_FASTMCP = """
+import json
+import logging
+
+from tests.support.fastmcp_booking import booking
+
+app, _ = booking()
+chain = app._mcp_server.middleware
+chain[:] = [entry for entry in chain if type(entry).__name__ != "RequestStateBoundary"]
+
+
+@app.tool
+async def crash(ctx, restaurant: str = "x") -> str:
+    if ctx.request_state is None:
+        raise ValueError("no state")  # FastMCP logs each error a tool raises, with its traceback
+    return "done"
+"""
+
+
+def test_no_traceback_from_fastmcps_logger_reaches_the_users_output(pytester: pytest.Pytester) -> None:
+    # Every state is the server's own plain text, trusted: the user's test fails, as designed, and
+    # its output holds the report, not the tracebacks FastMCP logs for each call the probe crashes.
+    result = run_user_test(pytester, "app", CRASHING_FASTMCP)
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str() + result.stderr.str()
+    assert (output.count("Traceback"), output.count("no running event loop")) == (0, 0)
+
+
+SELF_LOGGING = """
+import json
+import logging
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp_types import InputRequiredResult
+
+log = logging.getLogger("users.server")
+app = MCPServer("logs its own errors")
+chain = app.middleware
+chain[:] = [entry for entry in chain if type(entry).__name__ != "RequestStateBoundary"]
+
+
+@app.tool()
+async def book(ctx: Context) -> str | InputRequiredResult:
+    if ctx.request_state is None:
+        return InputRequiredResult(request_state=json.dumps({"step": 1}))
+    try:
+        return str(json.loads(ctx.request_state)["step"])
+    except (ValueError, KeyError, TypeError):
+        log.exception("a state it cannot read")
+        raise
+"""
+
+
+def test_what_a_server_logs_is_not_chained_to_the_plugins_own_errors(pytester: pytest.Pytester) -> None:
+    # The server's own logger is the user's, left as it is: its tracebacks show in the failed test's
+    # log, each its own, none chained to "RuntimeError: no running event loop" from the plugin.
+    result = run_user_test(pytester, "app", SELF_LOGGING)
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert ("a state it cannot read" in output, output.count("no running event loop")) == (True, 0)
 
 
 # --- async tests, setup errors, and the extra missing ---------------------------------------------------
@@ -298,7 +420,7 @@ def test_the_fixture_works_in_an_async_test_called_or_awaited(pytester: pytest.P
     """
     result = run_user_test(pytester, "gallery.protected()", setup)
     result.assert_outcomes(passed=1, failed=2)
-    assert failed_rows(result) == {ARGUMENTS}
+    assert failed_rows(result) == {ARGUMENTS: BOTH}
     assert sum(line.startswith("E       AssertionError: ") for line in result.outlines) == 2
 
 

@@ -17,13 +17,16 @@ _PROBE_NEEDS_MCP = "requeststate probe needs the mcp extra: pip install 'request
 
 def run_probe(args: argparse.Namespace) -> int:
     """``requeststate probe``: the exit code of ``requeststate.probe.run``, or 2 for a usage error."""
-    if bool(args.server_command) == (args.url is not None):
+    if bool(args.server_command) == bool(args.url):
         print("error: name the server either as a command after -- or with --url", file=sys.stderr)
         return EXIT_USAGE
-    if (args.header or args.header2) and args.url is None:
+    if (args.header or args.header2) and not args.url:
         print("error: --header and --header2 apply to --url only", file=sys.stderr)
         return EXIT_USAGE
-    if args.env2 and args.url is not None:
+    if args.workers is not None and args.url:
+        print("error: --workers applies to a command only (give --url once per worker)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.env2 and args.url:
         print("error: --env2 applies to a command only (use --header2 with --url)", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -33,18 +36,26 @@ def run_probe(args: argparse.Namespace) -> int:
             print(_PROBE_NEEDS_MCP, file=sys.stderr)
             return EXIT_USAGE
         raise
-    target = probe.Target(command=tuple(args.server_command), url=args.url, headers=dict(args.header))
+    headers = dict(args.header)
+    if args.url:
+        target, *others = (probe.Target(url=url, headers=headers) for url in args.url)
+    else:
+        target = probe.Target(command=tuple(args.server_command))
+        others = [target] * ((args.workers or 1) - 1)  # the command started once per worker
+    limits = {"max_targets": args.max_targets, "max_rounds": args.max_rounds}
     second = None
     if args.header2 or args.env2:
         second = probe.Target(target.command, target.url, headers=dict(args.header2), env=dict(args.env2))
     options = probe.ProbeOptions(
-        tool=args.tool,
+        tools=tuple(args.tool),
         arguments=args.arguments,
         single_use=args.single_use,
         require_confidential=args.require_confidential,
         ttl=args.ttl,
         second=second,
         wordlists=tuple(args.wordlist),
+        workers=tuple(others),
+        **{name: limit for name, limit in limits.items() if limit is not None},  # else the probe's own
     )
     return probe.run(
         target,
@@ -81,6 +92,16 @@ def _variable(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return value
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -98,12 +119,13 @@ def add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "probe",
         help="check any MCP server's requestState handling, black-box (needs the mcp extra)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="requeststate probe [options] -- COMMAND [ARG ...]\n"
-        "       requeststate probe [options] --url URL",
+        usage="requeststate probe [options] [--workers N] -- COMMAND [ARG ...]\n"
+        "       requeststate probe [options] --url URL [--url URL ...]",
         description="""\
-Connect to an MCP server (protocol 2026-07-28), find a tool, prompt or
-resource that answers input-required with a requestState, and attack it as a
-client without the key would, each attempt on a fresh first round: single
+Connect to an MCP server (protocol 2026-07-28), find every tool, prompt and
+resource that answers input-required with a requestState, walk each flow to
+its end with placeholder answers, and attack the state of every round as a
+client without the key would, each attempt on a fresh round: single
 bits flipped across the decoded token, truncated, extended, the MAC/tag
 removed or truncated, the prefix swapped, a random state; every member of a
 readable state forged (JSON, form text, base64, hex, zlib or gzip, behind any
@@ -111,7 +133,11 @@ prefix), an unkeyed hash recomputed, the MAC key guessed from common secrets
 (--wordlist adds yours), a JWT re-signed with alg none; the token re-spelled
 (padding, alphabet); a genuine state sent with other arguments, to another
 target, as another user (--header2, --env2), after it expired (--ttl), twice;
-and whether the client can read it.
+and whether the client can read it. Given the workers of one deployment (--url
+once per worker, or --workers N to start the command N times), a state minted
+by one is sent to the others and redeemed on one then another, and every check
+crosses workers; behind one URL, under --single-use, a refused replay is sent
+again over 7 new connections.
 
 A check FAILs when the server accepts: it answers with a normal result, or
 with an input-required that moves on; the row names the flaw that proves. It
@@ -123,12 +149,14 @@ handler). So is another spelling of the same token accepted, unless another
 row found the state's integrity broken. A PASS proves that attempt was
 refused, not that the state cannot be forged. The probe first checks that the
 unmodified state is accepted and answered differently from a first call; if
-not, it stops (exit 2). So does a server that breaks the protocol or sends
+not, it stops (exit 2), or, for a later round or another tool, leaves that
+state out and says why. So does a server that breaks the protocol or sends
 more than the probe reads (a message over 4 MiB or 50,000 JSON values). On a
 terminal, a line per check shows on stderr as it runs.
 
 Without --tool, tools, then prompts and resources, are tried in turn with
-placeholder arguments (tools annotated destructiveHint: true are skipped):
+placeholder arguments (tools annotated destructiveHint: true are skipped), up
+to --max-targets of them, each up to --max-rounds rounds:
 point the probe at a test instance, never at production. A spawned server
 inherits this environment and its stderr is kept back, shown only if the
 probe cannot run.""",
@@ -142,7 +170,19 @@ probe cannot run.""",
         metavar="COMMAND",
         help="the command that starts the server over stdio, after --",
     )
-    probe.add_argument("--url", help="a streamable HTTP endpoint instead, e.g. http://127.0.0.1:8000/mcp")
+    probe.add_argument(
+        "--url",
+        action="append",
+        default=[],
+        help="a streamable HTTP endpoint instead, e.g. http://127.0.0.1:8000/mcp; given again, the "
+        "workers of one deployment: states cross between them",
+    )
+    probe.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="start the command N times, as N workers of one deployment: states cross between them",
+    )
     for flag, help_text in (
         (
             "--header",
@@ -172,7 +212,26 @@ probe cannot run.""",
         help="the server's state lifetime: the expiry check waits it out (default: the exp a readable "
         "state carries, if within 10 s)",
     )
-    probe.add_argument("--tool", metavar="NAME", help="probe this tool instead of searching for one")
+    probe.add_argument(
+        "--tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="probe this tool (repeatable) instead of every tool, prompt and resource that answers "
+        "input-required",
+    )
+    probe.add_argument(
+        "--max-targets",
+        type=_positive,
+        metavar="N",
+        help="probe at most N tools, prompts and resources (the report shows the budget)",
+    )
+    probe.add_argument(
+        "--max-rounds",
+        type=_positive,
+        metavar="N",
+        help="walk and probe at most N rounds of each (1: the first round only; the report shows the budget)",
+    )
     probe.add_argument(
         "--arguments",
         type=_json_object,

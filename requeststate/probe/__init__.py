@@ -1,9 +1,12 @@
 """``requeststate probe``: an adversary against any MCP server's ``requestState`` handling.
 
-The probe is an MCP client (the official SDK's, protocol 2026-07-28). It finds a
-tool, prompt or resource that answers "input required" with a ``requestState``,
-then tries what an attacker holding only the client's view would try, each on a
-fresh first round:
+The probe is an MCP client (the official SDK's, protocol 2026-07-28). It finds
+every tool, prompt and resource that answers "input required" with a
+``requestState`` (up to ``ProbeOptions.max_targets``), walks each flow to its end
+with placeholder answers (up to ``ProbeOptions.max_rounds`` rounds), and attacks
+the state of every round as an attacker holding only the client's view would,
+each attempt on a fresh round (the first state probed gets every check, each
+other state those that attack a state, with fewer bits flipped):
 
 - change the bytes: single bits flipped across the decoded token (base64, hex,
   behind any prefix, spelled back as the server spells it), truncated, extended,
@@ -15,7 +18,13 @@ fresh first round:
   state signed with it, a JWT re-signed with ``alg: none``;
 - spell the same token otherwise (re-padded, the other base64 alphabet);
 - redeem a genuine state where it does not belong: with other arguments, at
-  another target, as another user, after it expired, twice.
+  another target, as another user, after it expired, twice;
+- across the workers of one deployment (``ProbeOptions.workers``): a state minted
+  by one sent to every other (refused: the workers do not share keys or audience),
+  a state redeemed on one redeemed again on another, and every other check with
+  its states sent to another worker than the one that minted them. Behind one
+  URL, under ``single_use``, a refused replay is sent again over new connections,
+  which a load balancer spreads over the workers.
 
 It needs nothing from the server but the wire.
 
@@ -53,7 +62,7 @@ The package imports ``mcp``; the command line imports it only when ``probe`` run
 
 from __future__ import annotations
 
-from ._report import Check, ProbeOptions, Report, Result, Target
+from ._report import Check, ProbeOptions, Report, Result, Scope, Target
 from ._run import DEFAULT_TIMEOUT, probe, run
 from ._session import ProbeError
 
@@ -64,6 +73,7 @@ __all__ = [
     "ProbeOptions",
     "Report",
     "Result",
+    "Scope",
     "Target",
     "probe",
     "run",

@@ -7,9 +7,10 @@ import time
 from typing import Final
 
 import anyio
+from mcp_types import InputResponses
 
 from ._edits import readable
-from ._plan import Plan, Verdict, judge
+from ._plan import Plan, Verdict, judge, sample
 from ._readings import readings
 from ._report import Result
 from ._spelling import respellings
@@ -122,16 +123,38 @@ async def replay(plan: Plan) -> Verdict:
                     f"the second redemption is refused, but a copy {what} was {again.detail}: the "
                     "server keeps single use by the token's text, and decodes other spellings alike"
                 )
-        verdict, detail = judge([twice], "")
+        behind = await _behind_one_address(plan, state, replies)
+        if behind is not None:
+            return "FAIL", behind
+        tried = plan.fresh_connections if plan.options.single_use else 0
+        note = f", and so over {tried} new connections" if tried else ""
+        verdict, detail = judge([twice], note)
         return verdict, f"single-use: the second redemption is {detail}"
     if plan.options.single_use:
         return "FAIL", f"the second redemption is {twice.detail}"
     return "INFO", f"the second redemption is {twice.detail} (not single-use; --single-use makes this a FAIL)"
 
 
+async def _behind_one_address(plan: Plan, state: str, replies: InputResponses) -> str | None:
+    """Whether the redeemed ``state`` is accepted over a new connection (``plan.fresh_connections`` of
+    them, under ``single_use``): where a load balancer spreads connections over workers that each keep
+    their own record of redeemed states, one of them lands on another worker, which accepts it."""
+    if not plan.options.single_use:
+        return None
+    for number in range(1, plan.fresh_connections + 1):
+        async with plan.again() as again:
+            outcome = await again.echo(plan.target, state, replies)
+        if outcome.accepted:
+            return (
+                f"the second redemption is refused on the connection that redeemed it, but over new "
+                f"connection {number} of {plan.fresh_connections} the state was {outcome.detail}: "
+                "behind this address, each worker keeps its own record of redeemed states"
+            )
+    return None
+
+
 async def hidden(plan: Plan) -> Verdict:
-    state, _ = await plan.session.fresh(plan.target)
-    seen = readable(state)
+    seen = readable(sample(plan))
     if seen is None:
         return "PASS", "nothing readable in the token (opaque to the client)"
     if plan.options.require_confidential:

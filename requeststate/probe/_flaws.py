@@ -22,6 +22,8 @@ FLAWS: Final = {
     "other_user": "the state is not bound to the user it was minted for",
     "expiry": "the state's expiry is not enforced",
     "replay": "a state can be redeemed more than once",
+    "fleet_shared": "the workers do not share keys or audience: a retry on another worker is refused",
+    "fleet_replay": "a state redeemed on one worker is redeemed again on another: single use per worker",
     "confidential": "the client can read the state",
 }
 """What a FAIL of each check proves."""

@@ -13,7 +13,7 @@ import anyio.lowlevel
 
 from ._edits import edits, members
 from ._guess import FORGERIES_PER_KEY, Mac, Secret, first_hit, macs, secrets
-from ._plan import Budget, Plan, Verdict, judge
+from ._plan import Budget, Plan, Verdict, judge, sample
 from ._readings import Reading, alg_none, readings
 from ._session import Outcome
 
@@ -93,7 +93,9 @@ def _members(fields: Iterable[str]) -> str:
 
 
 async def forge(plan: Plan, forgeries: Forgeries, not_applicable: str) -> Verdict:
-    """Each forgery on a fresh first round, made from that round's state; FAIL names every member accepted."""
+    """Each forgery on a fresh round, made from that round's state; FAIL names every member accepted."""
+    if not forgeries(sample(plan)).made:  # nothing to forge in this state's shape: no round spent on it
+        return "SKIP", not_applicable
     budget = Budget(FORGE_SECONDS)
     accepted: dict[str, tuple[str, Outcome]] = {}
     refusals: list[Outcome] = []
@@ -127,8 +129,8 @@ async def forge(plan: Plan, forgeries: Forgeries, not_applicable: str) -> Verdic
     if not refusals:
         return "SKIP", not_applicable
     # Fewer edited than there are: the PASS says so, since a member left out may be the one uncovered.
-    sample = f", {len(edited)} of {widest} members edited" if len(edited) < widest else ""
-    return judge(refusals, f" (every one of {len(tried)} edits{sample}{budget.note()}, e.g. {tried[0]})")
+    part = f", {len(edited)} of {widest} members edited" if len(edited) < widest else ""
+    return judge(refusals, f" (every one of {len(tried)} edits{part}{budget.note()}, e.g. {tried[0]})")
 
 
 def _batches(items: Iterator[Secret]) -> Iterator[list[Secret]]:
@@ -153,8 +155,7 @@ async def _search(found: list[Mac], plan: Plan) -> tuple[tuple[Mac, Secret] | No
 
 async def guessed_key(plan: Plan) -> Verdict:
     """Guess a readable MAC's key offline; on a hit, prove it with a state forged under that key."""
-    state, _ = await plan.session.fresh(plan.target)
-    found = macs(state)
+    found = macs(sample(plan))
     if not found:
         return "SKIP", (
             "no MAC over readable content (readable content and a 20, 32, 48 or 64-byte tag, or a "

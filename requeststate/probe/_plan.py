@@ -18,9 +18,22 @@ Connector: TypeAlias = Callable[[], AbstractAsyncContextManager[Session]]
 """Opens another connection to the server, as the same or as another identity."""
 
 
+@dataclass(frozen=True)
+class Worker:
+    """One worker of the deployment: how the report names it, and a connection to it."""
+
+    name: str
+    session: Session
+
+
 @dataclass
 class Plan:
-    """What the checks work with: the connection, what to probe, the options, and the results so far."""
+    """What the checks of one state work with: the connection, what to probe, the options, and the
+    results so far.
+
+    The first state probed (``primary``) gets every check; every other round, tool, prompt or
+    resource gets those that attack a state, on a smaller sample of bits.
+    """
 
     session: Session
     target: Endpoint
@@ -29,7 +42,17 @@ class Plan:
     extend: Callable[[float], None]  # moves the probe's deadline, for the expiry check's wait
     again: Connector  # a second connection, same identity
     second: Connector | None  # a connection as options.second, another identity
+    primary: bool = True
+    workers: Sequence[Worker] = ()  # the deployment's workers, the target's first; () for one server
+    fresh_connections: int = 0  # a replay refused is sent again over this many new connections
     results: dict[str, Result] = field(default_factory=dict)  # check id -> result, as they complete
+
+
+def sample(plan: Plan) -> str:
+    """The state found for ``plan``'s round when it was walked: to read, never to send (it was redeemed)."""
+    state = plan.target.first.request_state
+    assert state is not None  # an endpoint is one that answered with a state
+    return state
 
 
 def judge(refusals: Sequence[Outcome], note: str) -> Verdict:

@@ -76,27 +76,46 @@ class Target:
         return {"transport": "stdio", "command": list(self.command)}
 
 
+MAX_TARGETS: Final = 16
+"""The most tools, prompts and resources probed by default (``ProbeOptions.max_targets``)."""
+MAX_ROUNDS: Final = 8
+"""The most rounds of one flow walked and probed by default (``ProbeOptions.max_rounds``)."""
+
+
 @dataclass(frozen=True)
 class ProbeOptions:
     """How to probe: what to call, what to demand, and what the server's state should withstand.
 
-    ``tool`` and ``arguments`` name the tool to probe and its arguments (default: the first
-    tool, prompt or resource that answers input-required, with placeholder arguments).
+    ``tools`` names the tools to probe and ``arguments`` their arguments (default: every tool,
+    prompt and resource that answers input-required, up to ``max_targets``, with placeholder
+    arguments). Every round of each is probed: a flow is walked to its end with placeholder
+    answers, up to ``max_rounds`` rounds, and each round's state attacked.
     ``single_use`` and ``require_confidential`` turn a replay and a readable state from INFO
     into FAIL. ``ttl`` is the server's state lifetime in seconds, for the expiry check (the
     probe waits it out). ``second`` is the same server as another identity (other headers,
     another environment, or another in-process server object sharing the keys), for the
     other-user check. ``wordlists`` are files of secrets, one a line, that the key guess tries
-    after its built-in list of common secrets.
+    after its built-in list of common secrets. ``workers`` are the other workers of the
+    deployment the target belongs to (their URLs, commands or server objects): a state minted
+    by one is sent to the others, and every check crosses workers.
     """
 
-    tool: str | None = None
+    tools: tuple[str, ...] = ()
     arguments: dict[str, Any] | None = None
     single_use: bool = False
     require_confidential: bool = False
     ttl: float | None = None
     second: Target | None = None
     wordlists: tuple[Path, ...] = ()
+    workers: tuple[Target, ...] = ()
+    max_targets: int = MAX_TARGETS
+    max_rounds: int = MAX_ROUNDS
+
+    def __post_init__(self) -> None:
+        for name in ("max_targets", "max_rounds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, not {value!r}")
 
 
 # The one check whose FAIL accepts nothing: the state is readable, not forgeable.
@@ -112,10 +131,21 @@ class Check:
     result: Result
     detail: str
     flaw: str = ""
+    scope: str = ""  # the state attacked: ``tool book_table, round 2``
 
     def text(self) -> str:
         """The detail as the table shows it: a FAIL's flaw first, then its evidence."""
         return f"{self.flaw}. Evidence: {self.detail}" if self.flaw else self.detail
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One state the probe found: a round of a tool, prompt or resource, or why it was left out."""
+
+    name: str  # ``tool book_table, round 2``
+    state: str  # what it looks like: ``v1e. token, 2 parts, 332 characters``
+    baseline: str  # ``the unmodified state is accepted: ...``, or why its rows were not run
+    probed: bool = True
 
 
 @dataclass
@@ -134,6 +164,9 @@ class Report:
     state: str = ""
     baseline: str = ""
     checks: list[Check] = field(default_factory=list)
+    scopes: list[Scope] = field(default_factory=list)
+    budget: str = ""
+    workers: list[str] = field(default_factory=list)  # a deployment's workers, the target first
 
     def counts(self) -> dict[Result, int]:
         """How many checks ended in each result."""
@@ -175,36 +208,62 @@ class Report:
         return f"{', '.join(shown)}: {verdict}"
 
     def summary(self) -> str:
-        """The headline, then a line per FAIL (its flaw and evidence) and ERROR, and the rows WARNed
-        and SKIPped by name: an assertion message that says what went wrong and what was not tested.
+        """The headline, then a line per check that FAILed (its flaw and evidence) or ERRORed, and the
+        rows WARNed and SKIPped by name: an assertion message that says what went wrong and what was
+        not tested. A check that FAILed on several states is one line, naming each state, with the
+        evidence from the first.
 
         Server-provided text is escaped, as in the table.
         """
         lines = [self.headline()]
+        several = len(self.scopes) > 1
+        found: dict[tuple[Result, str], list[Check]] = {}
         for check in self.checks:
             if check.result in ("FAIL", "ERROR"):
-                lines.append(f"{check.result:5}  {check.name}: {escape(check.text())}")
-        for result, label in (("WARN", "proves nothing, read the row"), ("SKIP", "not tested")):
-            names = [check.name for check in self.checks if check.result == result]
+                found.setdefault((check.result, check.id), []).append(check)
+        for (result, _), checks in found.items():
+            scopes = f" ({'; '.join(check.scope for check in checks)})" if several else ""
+            lines.append(f"{result:5}  {checks[0].name}{escape(scopes)}: {escape(checks[0].text())}")
+        where: dict[str, list[str]] = {}
+        for check in self.checks:
+            if check.result == "WARN":
+                where.setdefault(check.name, []).append(check.scope)
+        warned = [f"{name} ({'; '.join(scopes)})" if several else name for name, scopes in where.items()]
+        skipped = dict.fromkeys(check.name for check in self.checks if check.result == "SKIP")
+        for result, label, names in (
+            ("WARN", "proves nothing, read the row", warned),
+            ("SKIP", "not tested", list(skipped)),
+        ):
             if names:
-                lines.append(f"{result} ({label}): {'; '.join(names)}")
+                lines.append(f"{result} ({label}): {escape('; '.join(names))}")
         return "\n".join(lines)
 
     def table(self) -> str:
         """The human-readable report; every server-provided string is escaped."""
         arguments = json.dumps(self.arguments, ensure_ascii=True)
         asks = escape(", ".join(self.asks)) or "(nothing: state only)"
-        lines = [
-            f"requeststate probe: {escape(self.target.describe())}",
+        lines = [f"requeststate probe: {escape(self.target.describe())}"]
+        if self.workers:
+            lines.append(f"workers:   {escape(', '.join(self.workers))}")
+        lines += [
             f"server:    {escape(self.server) or '(unnamed)'}, protocol {escape(self.protocol)}",
             f"{self.kind + ':':10} {escape(self.tool)} {arguments}, asks for: {asks}",
             f"state:     {escape(self.state)}",
             f"baseline:  {escape(self.baseline)}",
-            "",
         ]
+        if self.budget:
+            lines.append(f"probed:    {escape(self.budget)}")
         width = max([len("CHECK"), *(len(check.name) for check in self.checks)])
-        lines.append(f"{'CHECK':{width}}  RESULT  DETAIL")
-        lines += [f"{check.name:{width}}  {check.result:6}  {escape(check.text())}" for check in self.checks]
+        lines += ["", f"{'CHECK':{width}}  RESULT  DETAIL"]
+        several = len(self.scopes) > 1
+        for scope in self.scopes if several else [None]:
+            if scope is not None:
+                lines.append(f"-- {escape(scope.name)}: {escape(scope.state)}; {escape(scope.baseline)}")
+            lines += [
+                f"{check.name:{width}}  {check.result:6}  {escape(check.text())}"
+                for check in self.checks
+                if scope is None or check.scope == scope.name
+            ]
         lines += ["", self.headline(), *textwrap.wrap(VERDICT_SCOPE, width=100)]
         return "\n".join(lines)
 
@@ -218,8 +277,21 @@ class Report:
             "other_tool": self.other_tool,
             "state": self.state,
             "baseline": self.baseline,
+            "workers": self.workers,
+            "budget": self.budget,
+            "scopes": [
+                {"scope": s.name, "state": s.state, "baseline": s.baseline, "probed": s.probed}
+                for s in self.scopes
+            ],
             "checks": [
-                {"id": c.id, "name": c.name, "result": c.result, "flaw": c.flaw, "detail": c.detail}
+                {
+                    "id": c.id,
+                    "name": c.name,
+                    "scope": c.scope,
+                    "result": c.result,
+                    "flaw": c.flaw,
+                    "detail": c.detail,
+                }
                 for c in self.checks
             ],
             "summary": dict(self.counts()),

@@ -10,7 +10,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Final, TextIO
 
@@ -27,10 +27,11 @@ from ._checks import run_checks
 from ._decode import parse_json, split_prefix
 from ._guess import check_wordlists
 from ._placeholders import answers, elicitation_callback, list_roots_callback, sampling_callback
-from ._plan import Plan
-from ._report import EXIT_SETUP, ProbeOptions, Report, Target, escape
+from ._plan import Plan, Worker
+from ._report import EXIT_SETUP, ProbeOptions, Report, Scope, Target, escape
 from ._session import (
     Endpoint,
+    Outcome,
     ProbeError,
     Session,
     TransportFailure,
@@ -45,6 +46,11 @@ from ._session import (
 from ._transport import BoundedTransport, ProtocolBreak, stdio
 
 DEFAULT_TIMEOUT: Final = 60.0
+REPLAY_CONNECTIONS: Final = 7
+"""New connections a refused replay is sent over, under ``single_use``, when the server is one URL: where a
+load balancer spreads connections over n workers at random, all 7 land on the worker that redeemed the
+state with a chance of (1/n)**7 (1/128 for 2 workers: a guard per worker is caught 99.2% of the time);
+round robin sends the very next connection to another worker."""
 _SERVER_LOG_LINES: Final = 20
 _UNAUTHORIZED: Final = frozenset({401, 403})
 _DEFAULTS: Final = ProbeOptions()
@@ -190,7 +196,7 @@ async def probe(
     """
     if not target.command and target.url is None and target.server is None:
         raise ProbeError("name a server: a command after --, or --url")
-    for named in (target, options.second):
+    for named in (target, options.second, *options.workers):
         if named is not None and named.server is not None:
             _in_memory(named.server)  # a server object the probe cannot connect: said before connecting
     unreadable = check_wordlists(options.wordlists)
@@ -220,25 +226,43 @@ async def _probe(
     report = Report(target)
     failure: ProbeError | None = None
     started = time.monotonic()
-    async with _connect(target, server_log) as client:
-        # Raised in here, an error would reach the caller wrapped in the transport's exception
-        # group: keep it until the connection is closed.
+    targets = (target, *options.workers)
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(_connect(worker, server_log)) for worker in targets]
+        # Raised in here, an error would reach the caller wrapped in the transports' exception
+        # groups: keep it until the connections are closed.
         try:
-            session, first, other = await _set_up(client, report, options.tool, options.arguments)
+            session, found = await _set_up(clients[0], report, options)
             if progress is not None:
-                found = f"{report.kind} {report.tool}"
-                progress.write(f"probing {escape(found)} ({time.monotonic() - started:.1f} s to set up)\n")
+                progress.write(
+                    f"probing {len(found.scopes)} states of {len(found.endpoints)} tools, prompts or "
+                    f"resources ({time.monotonic() - started:.1f} s to set up)\n"
+                )
+            workers = [
+                Worker(_worker_name(worker, number), Session(client, loose=session.loose))
+                for number, (worker, client) in enumerate(zip(targets, clients, strict=True), start=1)
+            ]
+            report.workers = [worker.name for worker in workers] if len(workers) > 1 else []
+            # One URL may front several workers: a replay is sent again over new connections. With
+            # several workers named, the fleet rows replay across them instead.
+            behind_one_address = target.url is not None and len(workers) == 1
             second = options.second
-            plan = Plan(
-                session,
-                first,
-                other,
-                options,
-                extend,
-                again=partial(_session, target, server_log, session.loose),
-                second=None if second is None else partial(_session, second, server_log, session.loose),
-            )
-            await run_checks(plan, report, progress)
+            plans = [
+                Plan(
+                    session,
+                    scope,
+                    found.other,
+                    options,
+                    extend,
+                    again=partial(_session, target, server_log, session.loose),
+                    second=None if second is None else partial(_session, second, server_log, session.loose),
+                    primary=not index,
+                    workers=workers if len(workers) > 1 else (),
+                    fresh_connections=REPLAY_CONNECTIONS if behind_one_address and not index else 0,
+                )
+                for index, scope in enumerate(found.scopes)
+            ]
+            await run_checks(plans, report, progress)
         except ProbeError as error:
             failure = error
     if failure is not None:
@@ -246,9 +270,22 @@ async def _probe(
     return report
 
 
-async def _set_up(
-    client: Client, report: Report, tool: str | None, arguments: dict[str, Any] | None
-) -> tuple[Session, Endpoint, Endpoint | None]:
+def _worker_name(target: Target, number: int) -> str:
+    """A worker as the report names it: its URL, else its place in the fleet."""
+    return target.url if target.url is not None else f"worker {number}"
+
+
+@dataclass
+class _Found:
+    """What discovery found: the endpoints to probe, another for the cross-target check, and each
+    round to probe."""
+
+    endpoints: list[Endpoint]
+    other: Endpoint | None
+    scopes: list[Endpoint] = field(default_factory=list)  # each a round of an endpoint, walked to it
+
+
+async def _set_up(client: Client, report: Report, options: ProbeOptions) -> tuple[Session, _Found]:
     report.protocol = client.protocol_version
     report.server = client.server_info.name if client.server_info is not None else ""
     if report.protocol not in MODERN_PROTOCOL_VERSIONS:
@@ -258,47 +295,78 @@ async def _set_up(
         )
     session = Session(client)
     try:
-        first, other = await _find(session, tool, arguments)
+        endpoints, other, untried = await _find(
+            session, options.tools, options.arguments, options.max_targets
+        )
+        first = endpoints[0]
         report.kind, report.tool, report.arguments = first.kind, first.name, first.arguments
         report.asks = asks(first.first)
         report.other_tool = other.label() if other is not None else None
         assert first.first.request_state is not None
         report.state = _describe_state(first.first.request_state)
-        await _baseline(session, first, report)
-        if other is not None:
-            other.restart = signature(other.first, loose=session.loose)
+        found = _Found(endpoints, other)
+        walked: list[str] = []
+        for endpoint in endpoints:
+            await _restart(session, endpoint)
+            rounds, cut = await _rounds(
+                session, endpoint, options.max_rounds, report, primary=endpoint is first
+            )
+            found.scopes += rounds
+            walked.append(_walked(endpoint, len(rounds), cut))
+        if other is not None and other not in endpoints:
+            await _restart(session, other)
     except (TransportFailure, MCPError) as error:
         text = error_text(error) if isinstance(error, MCPError) else str(error)
         raise ProbeError(f"setting up the probe failed: {text}") from None
-    return session, first, other
+    report.budget = (
+        f"{len(found.scopes)} states: {'; '.join(walked)} (budget: {options.max_targets} tools, prompts "
+        f"or resources, {options.max_rounds} rounds each"
+        + ("; reached, others not tried: --max-targets" if untried else "")
+        + ")"
+    )
+    return session, found
+
+
+def _walked(endpoint: Endpoint, rounds: int, cut: bool) -> str:
+    """``tool book_table, rounds 1-2``: what of one endpoint was probed."""
+    if not rounds:
+        return f"{endpoint.label()}, none"
+    shown = "round 1" if rounds == 1 else f"rounds 1-{rounds}"
+    return f"{endpoint.label()}, {shown}" + (" (cut: --max-rounds)" if cut else "")
 
 
 async def _find(
-    session: Session, wanted: str | None, arguments: dict[str, Any] | None
-) -> tuple[Endpoint, Endpoint | None]:
-    """What to probe (the named tool, else the first that answers input-required) and, for the
-    cross-target check, one more tool, prompt or resource that does."""
+    session: Session, wanted: tuple[str, ...], arguments: dict[str, Any] | None, budget: int
+) -> tuple[list[Endpoint], Endpoint | None, bool]:
+    """What to probe: the named tools, else every tool, prompt and resource that answers
+    input-required, up to ``budget``; another one for the cross-target check (with one tool named,
+    the first other that answers); and whether the budget left some untried."""
     tools = await all_tools(session.client)
-    pool = await candidates(session.client, tools, None if wanted is not None else arguments)
+    pool = await candidates(session.client, tools, None if wanted else arguments)
     found: list[Endpoint] = []
-    if wanted is not None:
-        named = [tool for tool in tools if tool.name == wanted]
+    for name in wanted:
+        named = [tool for tool in tools if tool.name == name]
         if not named:
-            raise ProbeError(f"the server lists no tool named {wanted!r}")
+            raise ProbeError(f"the server lists no tool named {name!r}")
         endpoint = await attempt(session, tool_candidate(named[0], arguments))
         if not isinstance(endpoint, Endpoint):
             raise ProbeError(
-                f"tool {wanted!r} answered no input-required with a requestState to "
+                f"tool {name!r} answered no input-required with a requestState to "
                 + ("these arguments" if arguments is not None else "placeholder arguments")
                 + "; pass --arguments JSON"
                 + _answered([endpoint])
             )
         found.append(endpoint)
-        pool = [c for c in pool if (c[0], c[1]) != ("tool", wanted)]
+    pool = [c for c in pool if (c[0], c[1]) not in {("tool", name) for name in wanted}]
+    probed = len(wanted) if wanted else budget
     errors: list[str] = []
+    tried = 0
     for candidate in pool:
-        if len(found) == 2:
+        if len(found) >= max(
+            probed, 2
+        ):  # one more than is probed when that is one: for the cross-target check
             break
+        tried += 1
         endpoint = await attempt(session, candidate)
         if isinstance(endpoint, Endpoint):
             found.append(endpoint)
@@ -311,7 +379,9 @@ async def _find(
             + "; name a tool with --tool and pass --arguments JSON"
             + _answered(errors)
         )
-    return found[0], found[1] if len(found) == 2 else None
+    other = found[1] if len(found) > 1 else None
+    untried = not wanted and (len(found) > probed or tried < len(pool))
+    return found[:probed], other, untried
 
 
 def _answered(errors: list[str]) -> str:
@@ -331,26 +401,63 @@ def _describe_state(token: str) -> str:
     return f"{shape}, {len(token)} characters"
 
 
-async def _baseline(session: Session, target: Endpoint, report: Report) -> None:
-    """Check that a valid echo is accepted and can be told apart from a re-elicit."""
-    second, _ = await session.first_round(target)
+async def _restart(session: Session, target: Endpoint) -> None:
+    """Learn what a re-elicit of ``target`` looks like: its first round's questions, compared in full,
+    or by keys and methods where two first rounds differ (a nonce in a message)."""
+    second, _ = await session.new_round(replace(target, round=1))
     if signature(second, loose=False) != signature(target.first, loose=False):
-        session.loose = True  # first rounds vary (a nonce in a message?): compare keys and methods only
+        session.loose = True
     target.restart = signature(target.first, loose=session.loose)
-    assert target.first.request_state is not None
-    outcome = await session.echo(target, target.first.request_state, answers(target.first.input_requests))
+
+
+async def _rounds(
+    session: Session, endpoint: Endpoint, most: int, report: Report, *, primary: bool
+) -> tuple[list[Endpoint], bool]:
+    """Walk ``endpoint``'s flow with placeholder answers, up to ``most`` rounds: each round whose
+    unmodified state is accepted, and told apart from a re-elicit, is one to probe; and whether the
+    flow went on past ``most``.
+
+    The primary endpoint's first round must be (``ProbeError`` otherwise: nothing can be judged);
+    a later round, or another endpoint, that is not is left out, the report saying why.
+    """
+    rounds: list[Endpoint] = []
+    result = endpoint.first
+    for number in range(1, most + 1):
+        scope = replace(endpoint, first=result, round=number)
+        assert result.request_state is not None
+        described = _describe_state(result.request_state)
+        outcome = await session.echo(scope, result.request_state, answers(result.input_requests))
+        if outcome.restarted or not outcome.accepted:
+            if primary and number == 1:
+                raise ProbeError(_unjudgeable(outcome))
+            reason = "it re-elicits" if outcome.restarted else outcome.detail.removeprefix("refused: ")
+            refused = f"not probed: its unmodified state is refused ({reason})"
+            report.scopes.append(Scope(scope.scope(), described, refused, probed=False))
+            return rounds, False
+        baseline = "the unmodified state is " + outcome.detail
+        if primary and number == 1:
+            report.baseline = baseline
+        report.scopes.append(Scope(scope.scope(), described, baseline))
+        rounds.append(scope)
+        following = outcome.following
+        if following is None or following.request_state is None:
+            return rounds, False
+        result = following
+    return rounds, True
+
+
+def _unjudgeable(outcome: Outcome) -> str:
+    """Why the first state probed cannot be judged."""
     if outcome.restarted:
-        raise ProbeError(
+        return (
             "the server answers the unmodified state exactly as a call without requestState (it asks "
             "the same again), so a re-elicit cannot be told from acceptance: name a tool whose next "
             "round differs (--tool, --arguments)"
         )
-    if not outcome.accepted:
-        raise ProbeError(
-            f"the unmodified state is not accepted ({outcome.detail.removeprefix('refused: ')}), so no "
-            "mutation can be judged: check the server's keys and the tool's arguments (--arguments)"
-        )
-    report.baseline = "the unmodified state is " + outcome.detail
+    return (
+        f"the unmodified state is not accepted ({outcome.detail.removeprefix('refused: ')}), so no "
+        "mutation can be judged: check the server's keys and the tool's arguments (--arguments)"
+    )
 
 
 def _tail(log: TextIO) -> str:

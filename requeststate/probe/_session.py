@@ -7,8 +7,8 @@ an ``Endpoint`` is one of them with the arguments (or URI) it is called with.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias
 
 from mcp import Client
@@ -78,6 +78,7 @@ class Outcome:
     detail: str
     restarted: bool = False
     crashed: bool = False
+    following: InputRequiredResult | None = None  # accepted, and the next round's questions came
 
 
 @dataclass
@@ -90,10 +91,15 @@ class Endpoint:
     first: InputRequiredResult
     other_arguments: dict[str, Any] | None = None  # for the argument-binding check; None: no arguments
     restart: str = ""  # signature of a first round: an answer matching it is a re-elicit
+    round: int = 1  # the round whose state is attacked: ``first`` is that round's input-required result
 
     def label(self) -> str:
         """``tool book_table``, for details."""
         return f"{self.kind} {self.name}"
+
+    def scope(self) -> str:
+        """``tool book_table, round 2``: the state a row attacked."""
+        return f"{self.label()}, round {self.round}"
 
 
 def asks(result: InputRequiredResult) -> list[str]:
@@ -126,11 +132,26 @@ def error_text(error: MCPError) -> str:
 
 
 class Session:
-    """One connection: fresh first rounds, echoes, and the verdict on each echo."""
+    """One connection: fresh rounds, echoes, and the verdict on each echo.
+
+    Once it ``cross``es to the other workers of one deployment, every round is still minted on
+    ``client`` and every echo sent to the next worker in turn: each check then crosses workers,
+    as a client's retries behind a load balancer do.
+    """
 
     def __init__(self, client: Client, *, loose: bool = False) -> None:
         self.client = client
         self.loose = loose
+        self._redeemers = [client]
+        self._turn = 0
+
+    def cross(self, redeemers: Sequence[Client]) -> None:
+        """From now on, send each echo to the next of ``redeemers`` (the deployment's other workers)."""
+        self._redeemers = list(redeemers)
+
+    def _redeemer(self) -> Client:
+        self._turn += 1
+        return self._redeemers[self._turn % len(self._redeemers)]
 
     async def call(
         self,
@@ -139,10 +160,11 @@ class Session:
         replies: InputResponses | None = None,
         *,
         arguments: dict[str, Any] | None = None,
+        via: Client | None = None,
     ) -> Answer:
         """Call ``target`` (with other ``arguments``, if given), echoing ``state`` and ``replies``."""
         sent = target.arguments if arguments is None else arguments
-        return await self.call_as(target.kind, target.name, sent, state, replies)
+        return await self.call_as(target.kind, target.name, sent, state, replies, via=via)
 
     async def call_as(
         self,
@@ -151,9 +173,12 @@ class Session:
         sent: dict[str, Any],
         state: str | None = None,
         replies: InputResponses | None = None,
+        *,
+        via: Client | None = None,
     ) -> Answer:
-        """Call the tool, prompt or resource ``name``; a lost connection raises ``TransportFailure``."""
-        session = self.client.session
+        """Call the tool, prompt or resource ``name`` (over ``via``, default this session's client); a
+        lost connection raises ``TransportFailure``."""
+        session = (self.client if via is None else via).session
         result: object
         try:
             if kind == "tool":
@@ -189,26 +214,35 @@ class Session:
             raise TransportFailure(f"unexpected result type {type(result).__name__}")  # a claimed extension
         return result
 
-    async def first_round(
+    async def new_round(
         self, target: Endpoint, *, arguments: dict[str, Any] | None = None
     ) -> tuple[InputRequiredResult, str]:
-        """A new first round of ``target``: an input-required result, and its state."""
+        """A new round ``target.round`` of ``target``, walked from a first call with placeholder
+        answers: its input-required result, and its state."""
         try:
             result = await self.call(target, arguments=arguments)
+            for _ in range(target.round - 1):
+                if not isinstance(result, InputRequiredResult) or result.request_state is None:
+                    break
+                replies = answers(result.input_requests)
+                result = await self.call(target, result.request_state, replies, arguments=arguments)
         except MCPError as error:
-            raise TransportFailure(f"a first round failed: {error_text(error)}") from None
+            raise TransportFailure(f"a new round failed: {error_text(error)}") from None
         if not isinstance(result, InputRequiredResult) or result.request_state is None:
-            raise TransportFailure(f"{target.label()} no longer answers input-required with a requestState")
+            raise TransportFailure(
+                f"{target.label()} no longer answers round {target.round} with a requestState"
+            )
         return result, result.request_state
 
     async def fresh(self, target: Endpoint) -> tuple[str, InputResponses]:
-        """A new first round of ``target``: its state, and the answers to what it asks."""
-        result, state = await self.first_round(target)
+        """A new round ``target.round`` of ``target``: its state, and the answers to what it asks."""
+        result, state = await self.new_round(target)
         return state, answers(result.input_requests)
 
     async def restart_of(self, target: Endpoint, arguments: dict[str, Any] | None = None) -> str:
         """The signature of a first round on this connection (with ``arguments``, if given)."""
-        result, _ = await self.first_round(target, arguments=arguments)
+        first = replace(target, round=1)
+        result, _ = await self.new_round(first, arguments=arguments)
         return signature(result, loose=self.loose)
 
     async def echo(
@@ -225,7 +259,7 @@ class Session:
         ``restart`` is the first-round signature a re-elicit would match (default: the target's).
         """
         try:
-            result = await self.call(target, state, replies, arguments=arguments)
+            result = await self.call(target, state, replies, arguments=arguments, via=self._redeemer())
         except MCPError as error:
             if error.code == INTERNAL_ERROR:
                 return Outcome(
@@ -242,7 +276,7 @@ class Session:
         if signature(result, loose=self.loose) == (target.restart if restart is None else restart):
             return Outcome(False, "refused: re-elicited (asked the first round's questions again)", True)
         what = ", ".join(asks(result)) or "nothing, state only"
-        return Outcome(True, f"accepted: the next round asks for {what}")
+        return Outcome(True, f"accepted: the next round asks for {what}", following=result)
 
 
 # --- discovery ---------------------------------------------------------------------------------------------

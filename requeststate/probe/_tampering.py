@@ -24,20 +24,39 @@ from ._session import Outcome
 from ._spelling import RESPELLINGS, respellings, spelling
 
 MAX_FLIPS: Final = 32
-"""The most single-bit flips per probe, spread evenly over the token's bytes."""
+"""The most single-bit flips on the first state probed, spread evenly over the token's bytes."""
+FURTHER_FLIPS: Final = 8
+"""The most single-bit flips on each further state (another round, tool, prompt or resource): the
+first state's 32 establish how the server answers a flip, these whether this state is protected too."""
 FLIP_SECONDS: Final = 8.0
 INTEGRITY: Final = ("bit_flip", "random", "forged", "rehashed", "guessed_key", "alg_none")
 """The checks whose FAIL shows a flaw in the state's integrity: another spelling accepted is then a FAIL."""
 
 
+def coarse_first(positions: list[int]) -> list[int]:
+    """``positions`` in an order whose every prefix spreads over all of them (the first, the middle,
+    the quarters, ...): flips cut short by the time bound still cover the whole token."""
+    order: list[int] = []
+    taken: set[int] = set()
+    step = 1 << len(positions).bit_length()
+    while step:
+        for index in range(0, len(positions), step):
+            if index not in taken:
+                taken.add(index)
+                order.append(positions[index])
+        step //= 2
+    return order
+
+
 async def bit_flip(plan: Plan) -> Verdict:
-    """Flip the lowest bit of bytes spread over the decoded token, each on a fresh first round."""
+    """Flip the lowest bit of bytes spread over the decoded token, each on a fresh round."""
     budget = Budget(FLIP_SECONDS)
     state, replies = await plan.session.fresh(plan.target)
     shape = spelling(state)
     accepted: list[tuple[int, Outcome]] = []
     refusals: list[Outcome] = []
-    for count, position in enumerate(spread(range(shape.size), MAX_FLIPS)):
+    flips = MAX_FLIPS if plan.primary else FURTHER_FLIPS
+    for count, position in enumerate(coarse_first(spread(range(shape.size), flips))):
         if count:  # the first flip goes on the round fetched above
             if budget.spent():
                 break
@@ -53,7 +72,7 @@ async def bit_flip(plan: Plan) -> Verdict:
             refusals.append(outcome)
     tried = len(accepted) + len(refusals)
     if accepted:
-        where = shape.region([position for position, _ in accepted])
+        where = shape.region(sorted(position for position, _ in accepted))
         return "FAIL", (
             f"{len(accepted)} of {tried} single-bit flips were accepted, at {where} "
             f"(the first: {accepted[0][1].detail})"

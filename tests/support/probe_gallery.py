@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from mcp.server import MCPServer
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
@@ -188,4 +188,73 @@ def resource_only(*, secure: bool) -> MCPServer[Any]:
     async def booking(restaurant: str, ctx: Context) -> str | InputRequiredResult:
         return _wizard(restaurant, ctx.request_state)
 
+    return server
+
+
+def _bound_to(call: Call) -> str:
+    """What a sealing scheme binds a state to: the target and its arguments."""
+    return f"{call.target} {json.dumps(call.arguments, sort_keys=True)}"
+
+
+def sealed(*, fail_open: bool = False) -> MCPServer[Any]:
+    """Seals every state under the shared ``KEY``, bound to the target and its arguments; refuses a
+    state that does not verify, unless ``fail_open``: then it carries on with a new draft, as a worker
+    that takes a refusal for a missing state would."""
+    codec = rs.Codec(KEY)
+
+    def open_(token: str, call: Call) -> str:
+        state = codec.decode(token, tool=_bound_to(call))
+        if state is None and fail_open:
+            return json.dumps({"restaurant": "probe", "step": 1, "price": 0})
+        if state is None:
+            raise Refused
+        return state
+
+    return under("sealed", lambda state, call: codec.encode(state, tool=_bound_to(call)), open_)
+
+
+def trusts_round_two() -> MCPServer[Any]:
+    """Seals the first round's state as ``sealed`` does, and hands out the second's as plain JSON,
+    trusted when it comes back."""
+    codec = rs.Codec(KEY)
+
+    def seal(state: str, call: Call) -> str:
+        return codec.encode(state, tool=_bound_to(call)) if json.loads(state)["step"] == 1 else state
+
+    def open_(token: str, call: Call) -> str:
+        if token.startswith("v1e."):
+            state = codec.decode(token, tool=_bound_to(call))
+        else:  # round 2's state, trusted as it comes
+            state = token if json.loads(token)["step"] == 2 else None
+        if state is None:
+            raise Refused
+        return state
+
+    return under("trusts round two", seal, open_)
+
+
+class _Except:
+    """A boundary that lets the calls of one tool through untouched: that tool's state is trusted."""
+
+    def __init__(self, tool: str, boundary: ServerMiddleware[Any]) -> None:
+        self._tool, self._boundary = tool, boundary
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if (ctx.params or {}).get("name") == self._tool:
+            return await call_next(ctx)
+        return await self._boundary(ctx, call_next)
+
+
+def one_bad_tool() -> MCPServer[Any]:
+    """Three wizards, ``book_table``, ``order`` and ``quote``, under ``protect``, but ``quote``'s state
+    is let through the boundary: plain JSON, trusted."""
+    server = wizard_server("one bad tool")
+    for name in ("order", "quote"):
+
+        async def wizard(restaurant: str, ctx: Context) -> str | InputRequiredResult:
+            return _wizard(restaurant, ctx.request_state)
+
+        server.tool(name=name)(wizard)
+    boundary = protect(server, rs.KeyRing(KEY))
+    server.middleware[server.middleware.index(boundary)] = _Except("quote", boundary)
     return server
