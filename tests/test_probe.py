@@ -1346,8 +1346,12 @@ def test_a_servers_own_parse_error_is_a_refusal(server_env: None, capsys: pytest
 
 
 def in_a_process_of_its_own(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``script`` in a Python of its own (for a peak memory that is the probe's alone), from the root."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    """Run ``script`` in a Python of its own (for a peak memory that is the probe's alone), from the root.
+
+    Without coverage's tracer (``make test`` measures subprocesses too): its data is not the probe's.
+    """
+    env = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")}
+    env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
         [sys.executable, "-c", script, *args],
         capture_output=True,
