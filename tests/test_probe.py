@@ -1348,9 +1348,12 @@ def test_a_servers_own_parse_error_is_a_refusal(server_env: None, capsys: pytest
 def in_a_process_of_its_own(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``script`` in a Python of its own (for a peak memory that is the probe's alone), from the root.
 
-    Without coverage's tracer (``make test`` measures subprocesses too): its data is not the probe's.
+    Without coverage's tracer (``make test`` measures subprocesses too, started by coverage's
+    ``COVERAGE_*`` or pytest-cov's ``COV_CORE_*`` variables): its data is not the probe's.
     """
-    env = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")}
+    env = {
+        name: value for name, value in os.environ.items() if not name.startswith(("COVERAGE_", "COV_CORE_"))
+    }
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
         [sys.executable, "-c", script, *args],
@@ -1361,6 +1364,13 @@ def in_a_process_of_its_own(script: str, *args: str) -> subprocess.CompletedProc
         env=env,
         cwd=ROOT,
     )
+
+
+# The most a probe of a hostile server may hold (ru_maxrss is in KiB on Linux). Alone, every kind in
+# one process peaks at 184 MiB here (2026-11-28); inside the full suite, with the other worker's
+# tests on the second core, 266 MiB: what the hostile server writes waits for a probe that waits
+# for a core. The faults these bound took 872 MB and 13 GB.
+PEAK_KIB = 320 * 1024
 
 
 def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
@@ -1376,7 +1386,7 @@ def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
     )
     kinds = ["endless_pages", "endless_line", "many_values", "deep_state", "inflating_parts", "many_parts"]
     *_, peak_kib = in_a_process_of_its_own(script, *kinds).stdout.split()
-    assert int(peak_kib) <= 256 * 1024  # ru_maxrss is in KiB on Linux
+    assert int(peak_kib) <= PEAK_KIB
 
 
 def test_a_server_flooding_stderr_costs_the_probe_neither_memory_nor_disk_nor_time() -> None:
@@ -1395,7 +1405,7 @@ def test_a_server_flooding_stderr_costs_the_probe_neither_memory_nor_disk_nor_ti
     done = in_a_process_of_its_own(script)
     code, seconds, peak_kib = done.stdout.split()
     # The timeout, and up to 6 s for the server's shutdown (docs/cli.md).
-    assert (int(code), float(seconds) <= 4 + 6 + 2, int(peak_kib) <= 256 * 1024) == (2, True, True)
+    assert (int(code), float(seconds) <= 4 + 6 + 2, int(peak_kib) <= PEAK_KIB) == (2, True, True)
     assert "error: the probe timed out after 4 s" in done.stderr
     assert "  | the server is busy the server is busy" in done.stderr
     assert len(done.stderr) < 80 * 1024  # the last lines only
