@@ -56,7 +56,8 @@ def check_bench_measures_from_the_wheel() -> None:
     assert done.returncode == 0, f"bench exited {done.returncode}: {done.stderr}"
     report = json.loads(done.stdout)
     assert [row["mode"] for row in report["modes"]] == ["signed", "encrypted"], done.stdout
-    assert [row["guard"] for row in report["guards"]] == ["none", "MemoryGuard"], done.stdout
+    guards = [(row["guard"], row["class"], row["path"]) for row in report["guards"]]
+    assert guards == [("memory", "MemoryGuard", "sync"), ("memory", "MemoryGuard", "async")], done.stdout
 
 
 def check_minted_token_verifies() -> None:
