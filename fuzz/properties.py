@@ -122,6 +122,8 @@ class Minted:
     exp: int
     payload: bytes | None = None
     """For a sealed payload: the raw bytes, judged by ``reference_claims`` instead."""
+    iat: int | None = NOW
+    """When it was minted: a guard refuses a token minted after the verifier's now (clock_skew 0)."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ def mint(
     nonce, token_id = random[: wire.nonce_bytes], random[wire.nonce_bytes :].hex()
     size = rs.DEFAULT_MAX_TOKEN_BYTES
     token = seal_token(state, wire, ring, subject, tool, NOW + TTL, nonce, token_id, NOW, size)
-    return token, Minted(mode, subject, tool, state, NOW + TTL)
+    return token, Minted(mode, subject, tool, state, NOW + TTL)  # minted at NOW
 
 
 def _mint_seeds() -> dict[str, Minted]:
@@ -338,8 +340,8 @@ class _Float(float):
     pass
 
 
-def reference_claims(payload: bytes, guarded: bool) -> tuple[str, int, str] | None:
-    """The payload rules of docs/wire-format.md, with the standard library: ``(s, exp, b)``, or ``None``."""
+def reference_claims(payload: bytes, guarded: bool) -> tuple[str, int, str, int | None] | None:
+    """The payload rules of docs/wire-format.md, by the standard library: ``(s, exp, b, iat)`` or ``None``."""
     try:
         document = json.loads(
             payload.decode("utf-8"),
@@ -359,9 +361,10 @@ def reference_claims(payload: bytes, guarded: bool) -> tuple[str, int, str] | No
         return None
     if token_id is not None and not (isinstance(token_id, str) and 1 <= len(token_id) <= 64):
         return None
-    if guarded and (token_id is None or document.get("iat") is None):
+    iat = document.get("iat")
+    if guarded and (token_id is None or iat is None):
         return None  # a guard needs an id to claim, and an iat to date it
-    return state, exp, tag
+    return state, exp, tag, iat if type(iat) is int else None
 
 
 def _memory_guard() -> rs.MemoryGuard:
@@ -375,12 +378,13 @@ def _expected(case: Case, how: Minted) -> tuple[bool, Any]:
         claims = reference_claims(how.payload, case.guard)
         if claims is None or claims[2] != reference.bind_tag(SECRET, how.subject, how.tool):
             return False, None
-        how = Minted(how.mode, how.subject, how.tool, claims[0], claims[1])
+        how = Minted(how.mode, how.subject, how.tool, claims[0], claims[1], iat=claims[3])
     if (
         len(str(case.token)) > case.max_token_bytes
         or how.mode not in _allowed(case.modes)
         or (how.subject, how.tool) != (case.subject, case.tool)
         or case.now > how.exp + case.leeway
+        or (case.guard and how.iat is not None and how.iat > case.now)
     ):
         return False, None
     if case.state_type is None:

@@ -418,7 +418,10 @@ def _sqlite_file() -> Iterator[Target]:
             return time.time()
 
         def truncate(chance: random.Random) -> float:
-            with contextlib.suppress(sqlite3.Error), sqlite3.connect(path, timeout=2.0) as checkpointing:
+            with (
+                contextlib.suppress(sqlite3.Error),
+                contextlib.closing(sqlite3.connect(path, timeout=2.0)) as checkpointing,
+            ):
                 checkpointing.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             with open(path, "r+b") as file:
                 file.truncate(0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import contextlib
 import dataclasses
 import io
 import json
@@ -557,7 +558,7 @@ def test_sqlite_is_measured_on_both_paths_in_a_namespace_of_its_own(tmp_path: Pa
     rows = [(guard["guard"], guard["class"], guard["path"]) for guard in document["guards"]]
     assert rows == [(url, "SQLiteGuard", SYNC), (url, "AsyncSQLiteGuard", ASYNC)]
     assert all(level["refused"] == 0 for guard in document["guards"] for level in guard["levels"])
-    with sqlite3.connect(path) as reading:
+    with contextlib.closing(sqlite3.connect(path)) as reading:
         namespaces = {row[0] for row in reading.execute("SELECT namespace FROM requeststate_markers")}
     assert [name.startswith(NAMESPACE_PREFIX) for name in namespaces] == [True, True]
 

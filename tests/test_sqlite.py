@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import secrets
@@ -140,7 +141,7 @@ def test_expired_claims_are_pruned(tmp_path: Path) -> None:
     guard.claim(dated(), NOW + 10, NOW)
     later = NOW + 10 + rs.DEFAULT_CLOCK_SKEW + 1
     guard.claim(dated(later), later + 300, later)
-    with sqlite3.connect(path) as reading:
+    with contextlib.closing(sqlite3.connect(path)) as reading:
         assert reading.execute("SELECT expires FROM requeststate_claims").fetchall() == [(later + 300,)]
 
 
@@ -318,7 +319,7 @@ def test_a_file_lost_under_four_running_workers_is_a_loss_each_worker_sees(tmp_p
             sqlite3.connect(new_file).close()
             os.replace(new_file, path)
         else:
-            with sqlite3.connect(path) as checkpointing:
+            with contextlib.closing(sqlite3.connect(path)) as checkpointing:
                 checkpointing.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             with path.open("r+b") as file:
                 file.truncate(0)

@@ -102,6 +102,10 @@ class SQLiteFile:
         with self._lock:
             self._close()
 
+    def __del__(self) -> None:
+        # A guard dropped unclosed closes its connection (Python 3.13 warns of one left open).
+        self._close()
+
     def _claim_once(self, namespace: str, claim: Claim, terms: str) -> Answer:
         connection = self._open()
         connection.execute("BEGIN IMMEDIATE")
