@@ -799,8 +799,17 @@ def test_no_byte_of_a_password_is_printed_whatever_it_holds(
         assert (code, out) == (2, "")
 
 
-class CloseRaisingGuard(rs.MemoryGuard):
-    """A MemoryGuard whose close raises, as AsyncRedisGuard.aclose() did on a killed server."""
+class CloseRaisingGuard:
+    """A MemoryGuard's claims, and a close that raises, as AsyncRedisGuard.aclose() did on a killed server."""
+
+    def __init__(self) -> None:
+        self._memory = rs.MemoryGuard()
+
+    def begin(self) -> int:
+        return self._memory.begin()
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        return self._memory.claim(token_id, expires_at, now)
 
     async def aclose(self) -> None:
         raise ConnectionError("Connection closed by server.")
