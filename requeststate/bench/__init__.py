@@ -23,12 +23,34 @@ times the rounds ``boundary_rounds`` builds.
 
 For the command line: ``add_arguments`` adds the options to the ``bench``
 subparser, and ``run`` runs it (exit 0, or 2 for an option that cannot be used).
+
+For the repository's ``benchmarks/``, the one harness both time with:
+``measure`` (interleaved batches under a budget, ``repeated`` for a plain
+call, ``Timing``), ``percentile_us``, ``measure_guard`` (claims through a
+guard URL at each concurrency, ``ClaimLevel``) and ``boundary_rounds``.
 """
 
 from __future__ import annotations
 
+from ._claim_load import ClaimLevel
 from ._mcp import boundary_rounds, signed_in
+from ._measure import ASYNC, SYNC, measure_guard
 from ._options import add_arguments
 from ._run import run
+from ._timing import Batch, Timing, measure, percentile_us, repeated
 
-__all__ = ["add_arguments", "boundary_rounds", "run", "signed_in"]
+__all__ = [
+    "ASYNC",
+    "SYNC",
+    "Batch",
+    "ClaimLevel",
+    "Timing",
+    "add_arguments",
+    "boundary_rounds",
+    "measure",
+    "measure_guard",
+    "percentile_us",
+    "repeated",
+    "run",
+    "signed_in",
+]
