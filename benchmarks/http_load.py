@@ -5,8 +5,8 @@ fleet: a separate ``uvicorn`` process serves an ``MCPServer`` behind bearer
 authentication on loopback (``app``, configured by ``HTTP_LOAD_SERVER``), and
 this process runs ``--flows`` concurrent client flows for ``--seconds``: each
 flow calls a two-round tool, then retries with the ``requestState`` it was
-given, and counts once the retry is answered. Each setting is measured in turn,
-twice, and its best counts:
+given, and counts once the retry is answered. The settings are measured in
+turn, ``--repeats`` times, and each one's median counts:
 
 - ``none``: the server as the SDK ships it (its own request-state boundary);
 - ``memory``: ``protect()`` with a ``MemoryGuard``;
@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -160,6 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.http_load", description=description)
     parser.add_argument("--flows", type=int, default=16, help="concurrent client flows (default 16)")
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per measurement (default 10)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="measurements of each setting, in turn (default 3)"
+    )
     parser.add_argument("--no-redis", action="store_true", help="leave the Redis guard out")
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
@@ -170,14 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             # A 2 s timeout: on a busy machine the default 0.25 s refuses claims (not what is measured).
             settings["redis"] = f"{stack.enter_context(redis_servers.running_server()).url}?timeout=2"
         urls = {name: stack.enter_context(_serving(setting)) for name, setting in settings.items()}
-        best: dict[str, float] = {}
-        for _ in range(2):
+        rates: dict[str, list[float]] = {name: [] for name in urls}
+        for _ in range(args.repeats):
             for name, url in urls.items():
-                rate = asyncio.run(_flows(url, args.flows, args.seconds))
-                best[name] = max(best.get(name, 0.0), rate)
-                print(f"{name:>7}: {rate:7.1f} flows/s", flush=True)
-    for name, rate in best.items():
-        print(f"best {name:>7}: {rate:7.1f} flows/s ({rate / best['none']:.2f}x none)")
+                rates[name].append(asyncio.run(_flows(url, args.flows, args.seconds)))
+                print(f"{name:>7}: {rates[name][-1]:7.1f} flows/s", flush=True)
+    medians = {name: statistics.median(measured) for name, measured in rates.items()}
+    for name, rate in medians.items():
+        print(f"median {name:>7}: {rate:7.1f} flows/s ({rate / medians['none']:.2f}x none)")
     return 0
 
 

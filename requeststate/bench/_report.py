@@ -60,11 +60,11 @@ def _http_rows(results: Results) -> list[str]:
     if results.http_missing is not None:
         return [f"MCP round over HTTP: {results.http_missing}"]
     heading = f"MCP round over HTTP ({HTTP_CLIENTS} clients, loopback)"
-    lines = [f"{heading:<34}{'rounds':>12}{'rounds/s':>12}{'p50':>15}{'p99':>15}"]
+    lines = [f"{heading:<42}{'rounds':>8}{'rounds/s':>12}{'p50':>15}{'p99':>15}"]
     for server in results.http:
         name = f"{server.server} server"
         lines.append(
-            f"{name:<34}{server.rounds:>12,}{per_second(server.rounds_per_second):>12}"
+            f"{name:<42}{server.rounds:>8,}{per_second(server.rounds_per_second):>12}"
             f"{us(server.p50_us):>15}{us(server.p99_us):>15}"
         )
     return lines
