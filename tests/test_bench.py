@@ -342,9 +342,7 @@ def test_keys_sets_the_length_of_every_codecs_ring_and_is_reported(monkeypatch: 
     assert rings == [3] * len(rings)
 
 
-def test_the_default_run_finishes_with_every_mode_the_boundaries_and_the_memory_guard(
-    real_http: None,
-) -> None:
+def test_the_default_run_finishes_with_every_mode_the_boundaries_and_the_memory_guard() -> None:
     # Catches: a default that measures less than documented, or a run that does not finish.
     code, out = bench_run()
     assert code == 0
