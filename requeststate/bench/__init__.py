@@ -7,14 +7,16 @@ size, or a sample file), your modes and the length of your key ring:
   per mode, in µs, and the rounds one core sustains;
 - one MCP round through ``protect()``'s boundary beside the SDK's own (and
   FastMCP's, when installed), in process (with the mcp extra);
+- a whole MCP round over streamable HTTP on loopback: real servers, the SDK's
+  as shipped and protected, served by uvicorn, and real clients (``_http``);
 - each replay guard ``--guard URL`` names (``memory``, a Redis, a Redis
-  Cluster), sync from 1, 8 and 64 threads and async from as many tasks: claims
+  Cluster, an SQLite file), sync from 1, 8 and 64 threads and async from as many tasks: claims
   per second, p50 and p99 latency, and where more concurrency stops adding
   claims; a Redis guard writes under a namespace of its own, deleted after;
 
-and prints a table per layer with a verdict (which layer bounds a round, what
-each guard sustains), or one JSON object (``--json``). Numbers mean most
-within one run.
+and prints a table per layer with a verdict (``_analysis``: which bounds a
+round, the transport included, and what each guard sustains), or one JSON
+object (``--json``). Numbers mean most within one run.
 
 It needs nothing but the installed package (and the extras of what it
 measures). The repository's ``benchmarks/`` (``make bench``) is the
