@@ -27,12 +27,14 @@ import requeststate as rs
 from ._options import MEMORY_URL, ConfigError
 
 __all__ = [
+    "HIDDEN",
     "NAMESPACE_PREFIX",
     "NEEDS_EXTRA",
     "BenchGuard",
     "bench_guard",
     "guard_from_url",
     "shown_url",
+    "store_error",
 ]
 
 NAMESPACE_PREFIX: Final = "requeststate-bench-"

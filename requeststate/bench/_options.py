@@ -67,7 +67,7 @@ class Settings:
     guard_urls: tuple[str, ...]
     """The guards to measure, as ``--guard`` named them (``memory`` when none was named)."""
     seconds: float
-    """The timing budget: half for the codec and the MCP boundaries, half for the guards' claims."""
+    """The timing budget: a third each for the codec and the MCP boundaries, HTTP, and the guards' claims."""
     as_json: bool
 
     @property
