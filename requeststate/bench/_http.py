@@ -251,7 +251,8 @@ async def _measure(state: str, codec: rs.Codec, seconds: float) -> tuple[HttpRes
             measured.append(_Clients(name, clients, tokens))
         slice_seconds = seconds / (SLICES * len(measured))
         for index in range(SLICES):
-            for one in measured[index % 2 :] + measured[: index % 2]:  # alternate which goes first
+            shift = index % len(measured)  # rotate which server goes first
+            for one in measured[shift:] + measured[:shift]:
                 await one.run_slice(slice_seconds)
         return tuple(one.result() for one in measured)
 
