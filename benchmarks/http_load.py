@@ -6,9 +6,10 @@ authentication on loopback (``app``, configured by ``HTTP_LOAD_SERVER``), and
 this process runs ``--flows`` concurrent client flows for ``--seconds``: each
 flow calls a two-round tool, then retries with the ``requestState`` it was
 given, and counts once the retry is answered. The settings are measured in
-turn, ``--repeats`` times, and each one's median counts:
+turn (which goes first rotates), ``--repeats`` times, and each one's median counts:
 
 - ``none``: the server as the SDK ships it (its own request-state boundary);
+- ``protect``: ``protect()`` with no guard;
 - ``memory``: ``protect()`` with a ``MemoryGuard``;
 - ``redis``: ``protect()`` with an ``AsyncRedisGuard`` on a throwaway loopback
   redis-server (scripts/redis_servers.py), when one starts.
@@ -75,13 +76,17 @@ def _server(setting: str, url: str) -> Any:
         return InputRequiredResult(request_state=_STATE) if ctx.request_state is None else "booked"
 
     if setting != "none":
-        guard = rs.MemoryGuard() if setting == "memory" else rs.guard_from_url(setting, asyncio=True)
+        guard: rs.Guard | rs.AsyncGuard | None = None
+        if setting == "memory":
+            guard = rs.MemoryGuard()
+        elif setting != "protect":
+            guard = rs.guard_from_url(setting, asyncio=True)
         protect(server, rs.Codec(rs.KeyRing(bytes.fromhex(os.environ[_KEY_ENV])), guard=guard))
     return server.streamable_http_app()
 
 
 def app() -> Any:
-    """What ``uvicorn --factory`` serves; ``HTTP_LOAD_SERVER``: ``none``, ``memory`` or a guard URL."""
+    """What ``uvicorn --factory`` serves, as ``HTTP_LOAD_SERVER`` names it (a setting, then the URL)."""
     setting, _, url = os.environ[_ENV].partition(" ")
     return _server(setting, url)
 
@@ -167,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-redis", action="store_true", help="leave the Redis guard out")
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
-        settings = {"none": "none", "memory": "memory"}
+        settings = {"none": "none", "protect": "protect", "memory": "memory"}
         if not args.no_redis:
             from scripts import redis_servers
 
@@ -175,8 +180,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings["redis"] = f"{stack.enter_context(redis_servers.running_server()).url}?timeout=2"
         urls = {name: stack.enter_context(_serving(setting)) for name, setting in settings.items()}
         rates: dict[str, list[float]] = {name: [] for name in urls}
-        for _ in range(args.repeats):
-            for name, url in urls.items():
+        names = list(urls)
+        for repeat in range(args.repeats):
+            shift = repeat % len(names)  # rotate which setting goes first
+            for name in names[shift:] + names[:shift]:
+                url = urls[name]
                 rates[name].append(asyncio.run(_flows(url, args.flows, args.seconds)))
                 print(f"{name:>7}: {rates[name][-1]:7.1f} flows/s", flush=True)
     medians = {name: statistics.median(measured) for name, measured in rates.items()}
