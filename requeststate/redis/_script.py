@@ -85,9 +85,9 @@ ERRORS: Final = (
 )
 
 
-def arguments(claim: Claim, db: int, terms: str) -> tuple[int | str, ...]:
-    """The script's ``ARGV`` for ``claim``, on database ``db``, under the verifier's ``terms``."""
-    return (claim.member, claim.expires_at, claim.now, claim.prune_before, db, terms)
+def arguments(claim: Claim, db: int) -> tuple[int | str, ...]:
+    """The script's ``ARGV`` for ``claim``, on database ``db``."""
+    return (claim.member, claim.expires_at, claim.now, claim.prune_before, db, claim.terms)
 
 
 def read(ledger: Ledger, reply: object) -> Answer:
