@@ -218,7 +218,9 @@ def dated(minted: int) -> str:
 
 def ready(guard: Any) -> int:
     """The first second whose tokens minted anywhere ``guard`` accepts, once begun."""
-    return max(guard.begin(), int(time.time())) + guard.clock_skew + 1
+    began: int = guard.begin()
+    skew: int = guard.clock_skew
+    return max(began, int(time.time())) + skew + 1
 
 
 def refused_as(call: Callable[[], object]) -> rs.Reason:
