@@ -14,7 +14,9 @@ claim atomically, in this order (its ``Answer``), and each store's contract test
    never dates a memory earlier than it began. Its terms are the claim's.
 2. The marker is the store's, but its terms are not the claim's: nothing else is done
    (``TERMS``): a verifier that scored or pruned otherwise could reopen a token.
-3. Claims whose token expired ``clock_skew`` ago are pruned (``Claim.prune_before``).
+3. Claims whose token expired ``clock_skew`` ago are pruned (``Claim.prune_before``), by the
+   earlier of the verifier's clock and the store's where the store has one of its own (Redis's
+   ``TIME``): a verifier whose clock runs far ahead cannot prune claims still live elsewhere.
 4. The claim's digest is added unless it is there (``CLAIMED``, ``REPLAYED``).
 
 ``Ledger`` prepares the claim (its digest, when its token was minted, what to prune, the

@@ -146,7 +146,8 @@ def test_expired_claims_are_pruned(tmp_path: Path) -> None:
     guard = guard_on(path)
     guard.claim(dated(), NOW + 10, NOW)
     later = NOW + 10 + guard.clock_skew + 1
-    guard.claim(dated(later), later + 300, later)
+    # Pruned by the earlier of the verifier's clock and the host's: both read `later` here.
+    SQLiteGuard(path, clock=lambda: later).claim(dated(later), later + 300, later)
     with contextlib.closing(sqlite3.connect(path)) as reading:
         assert reading.execute("SELECT expires FROM requeststate_claims").fetchall() == [(later + 300,)]
 
@@ -157,6 +158,16 @@ def test_a_claim_is_held_through_clock_skew_past_its_expiry(tmp_path: Path) -> N
     guard.claim(token_id, NOW + 10, NOW)
     guard.claim(dated(), NOW + 400, NOW + 10 + guard.clock_skew)  # prunes what expired before
     assert guard.claim(token_id, NOW + 10, NOW + 10) is False
+
+
+def test_a_verifier_whose_clock_runs_ahead_of_the_hosts_prunes_by_the_hosts(tmp_path: Path) -> None:
+    path = tmp_path / "claims.db"
+    guard = guard_on(path)
+    token_id = dated()
+    guard.claim(token_id, NOW + 10, NOW)
+    ahead = NOW + 86_400  # its clock a day ahead; the host's reads NOW
+    SQLiteGuard(path, clock=lambda: NOW).claim(dated(ahead), ahead + 300, ahead)
+    assert SQLiteGuard(path, clock=lambda: NOW).claim(token_id, NOW + 10, NOW) is False
 
 
 def test_a_relative_path_is_refused() -> None:
