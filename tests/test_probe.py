@@ -1245,7 +1245,7 @@ def test_probe_without_the_mcp_extra_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "mcp", None)
     assert main(["probe", "--", "true"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "requeststate probe needs the mcp extra: pip install 'requeststate[mcp]'"
+        "error: requeststate.probe needs the mcp extra: pip install 'requeststate[mcp]' (cannot import mcp)"
     )
 
 

@@ -57,10 +57,24 @@ A hostile server cannot break the probe: every message it sends is bounded (4 Mi
 a few pages, and a server that breaks the protocol ends the probe with
 ``ProbeError`` (exit 2), never a verdict on its state.
 
-The package imports ``mcp``; the command line imports it only when ``probe`` runs.
+The package imports ``mcp``; the command line imports it only when ``probe`` runs. Without the
+``mcp`` extra, importing the package raises an ``ImportError`` named ``requeststate.probe`` that
+says what to install: the command line and the pytest fixture tell it from any other.
 """
 
 from __future__ import annotations
+
+try:  # the mcp extra, all of it: the probe imports each of these
+    import anyio  # noqa: F401
+    import httpx2  # noqa: F401
+    import mcp  # noqa: F401
+    import mcp_types  # noqa: F401
+except ImportError as missing:
+    raise ImportError(
+        "requeststate.probe needs the mcp extra: pip install 'requeststate[mcp]' "
+        f"(cannot import {missing.name})",
+        name=__name__,
+    ) from missing
 
 from ._report import Check, ProbeOptions, Report, Result, Scope, Target
 from ._run import DEFAULT_TIMEOUT, probe, run
