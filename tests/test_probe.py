@@ -2116,6 +2116,42 @@ def test_a_report_whose_only_fail_is_a_readable_state_says_nothing_was_accepted(
     )
 
 
+def test_a_report_whose_only_fail_is_a_worker_refusing_anothers_state_says_it_was_refused() -> None:
+    # Issue 43: a fleet with a key per worker read "the server accepted a state it should have
+    # refused", where the one FAIL was a state refused by the other worker.
+    report = probe.Report(probe.Target(url="http://127.0.0.1:1/mcp"))
+    report.checks = [probe.Check("bit_flip", "b", "PASS", ""), probe.Check("fleet_shared", "s", "FAIL", "")]
+    keys_per_worker = report.summary()
+    report.checks.append(probe.Check("confidential", "c", "FAIL", ""))
+    assert (keys_per_worker, report.headline()) == (
+        "1 PASS, 1 FAIL, 0 INFO, 0 SKIP: no attempt was accepted, but a worker refused a state another "
+        "worker minted\nFAIL   s: ",
+        "1 PASS, 2 FAIL, 0 INFO, 0 SKIP: no attempt was accepted, but the client can read the state and "
+        "a worker refused a state another worker minted",
+    )
+
+
+def test_what_one_address_covers_is_in_the_table_the_summary_and_the_json() -> None:
+    # Issue 41 G: behind one address the replay row PASSed as if it spoke for the fleet; the report
+    # says which workers its checks reached, wherever it is read.
+    report = probe.Report(probe.Target(url="http://127.0.0.1:1/mcp"), coverage="one address\x1b[2J")
+    report.checks = [probe.Check("replay", "r", "PASS", "")]
+    assert (report.table().splitlines()[1], report.summary(), report.to_json()["coverage"]) == (
+        "coverage:  one address\\x1b[2J",
+        "1 PASS, 0 FAIL, 0 INFO, 0 SKIP: no attempt was accepted\ncoverage: one address\\x1b[2J",
+        "one address\x1b[2J",
+    )
+
+
+def test_one_server_object_given_as_two_workers_is_refused_before_connecting() -> None:
+    # A state redeemed on it, then "on another worker", itself, would be refused: fleet_replay PASSed.
+    server = gallery.protected()
+    with pytest.raises(
+        probe.ProbeError, match=r"^the same MCPServer object is given twice: name each worker"
+    ):
+        in_process(server, workers=(probe.Target(server=server),))
+
+
 def test_an_in_process_servers_refusal_lines_go_to_the_server_log_given(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
