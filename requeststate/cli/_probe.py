@@ -134,7 +134,8 @@ and whether the client can read it. Given the workers of one deployment (--url
 once per worker, or --workers N to start the command N times), a state minted
 by one is sent to the others and redeemed on one then another, and every check
 crosses workers; behind one URL, under --single-use, a refused replay is sent
-again over 7 new connections.
+again over 7 new connections, which reach only the workers the balancer picks
+(with client-IP affinity, one): the report's coverage line says so.
 
 A check FAILs when the server accepts: it answers with a normal result, or
 with an input-required that moves on; the row names the flaw that proves. It

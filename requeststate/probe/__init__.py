@@ -24,7 +24,8 @@ other state those that attack a state, with fewer bits flipped):
   a state redeemed on one redeemed again on another, and every other check with
   its states sent to another worker than the one that minted them. Behind one
   URL, under ``single_use``, a refused replay is sent again over new connections,
-  which a load balancer spreads over the workers.
+  which a load balancer places on the workers it picks (one, under client-IP
+  affinity): the report's ``coverage`` says what one address covers.
 
 It needs nothing from the server but the wire.
 
