@@ -2152,6 +2152,16 @@ def test_one_server_object_given_as_two_workers_is_refused_before_connecting() -
         in_process(server, workers=(probe.Target(server=server),))
 
 
+def test_a_worker_that_does_not_start_is_named_not_reported_as_a_bug_in_the_probe() -> None:
+    # Issue 41 G: a worker after the first that failed to connect ended in "a bug in the probe",
+    # its ProbeError wrapped in the first connection's exception group, and no worker named.
+    exits = probe.Target(command=(sys.executable, "-c", "pass"))
+    with pytest.raises(
+        probe.ProbeError, match=r"^could not connect to worker 2: it closed its stdout before"
+    ):
+        in_process(gallery.protected(), workers=(exits,))
+
+
 def test_an_in_process_servers_refusal_lines_go_to_the_server_log_given(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

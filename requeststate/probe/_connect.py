@@ -36,10 +36,9 @@ class _HTTPStatus:
 
 
 @asynccontextmanager
-async def connect(target: Target, server_log: TextIO, *, worker: str | None = None) -> AsyncIterator[Client]:
-    """A client connected to ``target``; ``ProbeError`` naming ``worker`` (the report's name for it,
-    when the probe was given several) and the cause when it cannot connect."""
-    where = "the server" if worker is None else f"worker {worker}"
+async def connect(target: Target, server_log: TextIO, *, where: str = "the server") -> AsyncIterator[Client]:
+    """A client connected to ``target``; ``ProbeError`` naming it (``where``: ``worker 2``, when the
+    probe was given several) and the cause when it cannot connect."""
     statuses = _HTTPStatus()
     async with AsyncExitStack() as stack:
         if target.url is not None:

@@ -40,6 +40,8 @@ class Found:
 
 
 async def set_up(client: Client, report: Report, options: ProbeOptions) -> tuple[Session, Found]:
+    """The session the checks run on and what they probe, found over ``client``; the report's head
+    (protocol, server, first tool, state, baseline, budget) filled in on the way."""
     report.protocol = client.protocol_version
     report.server = client.server_info.name if client.server_info is not None else ""
     if report.protocol not in MODERN_PROTOCOL_VERSIONS:

@@ -154,7 +154,7 @@ async def _probe(
         try:
             clients = [
                 await stack.enter_async_context(
-                    connect(worker, server_log, worker=name if len(targets) > 1 else None)
+                    connect(worker, server_log, where=_where(worker, name, len(targets)))
                 )
                 for worker, name in zip(targets, names, strict=True)
             ]
@@ -200,6 +200,14 @@ async def _probe(
 def _worker_name(target: Target, number: int) -> str:
     """A worker as the report names it: its URL, else its place in the fleet."""
     return target.url if target.url is not None else f"worker {number}"
+
+
+def _where(target: Target, name: str, workers: int) -> str:
+    """A worker as an error names it: ``worker http://10.0.0.2:8000/mcp``, ``worker 2``; or ``the
+    server``, the only one."""
+    if workers == 1:
+        return "the server"
+    return f"worker {name}" if target.url is not None else name
 
 
 def run(
