@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Final, TypeAlias, Unpack, final
+from typing import Any, Final, TypeAlias, final
 
 import redis.asyncio
 import redis.asyncio.cluster
@@ -12,7 +12,7 @@ from redis.backoff import NoBackoff
 
 from ._base import GuardBase
 from ._script import CLAIM_SCRIPT, ERRORS, log, unanswered
-from ._settings import GuardOptions
+from ._settings import MAX_CONNECTIONS
 
 __all__ = ["AsyncClient", "AsyncRedisGuard"]
 
@@ -31,22 +31,14 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
     ``RedisGuard``'s. Calling ``await aclose()`` closes the client.
     """
 
-    __slots__ = ("_script",)
-
-    def __init__(self, client: AsyncClient, **options: Unpack[GuardOptions]) -> None:
-        """Guard with ``client``, a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``.
-
-        The options are ``GuardOptions``.
-
-        Raises:
-            TypeError, ValueError: a client of another kind, or a bad option (all are checked here).
-        """
-        super().__init__(client, **options)
-        self._script: Final = client.register_script(CLAIM_SCRIPT)  # as RedisGuard's
+    __slots__ = ()
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``RedisGuard.claim``."""
-        claim, key, args = self._prepare(token_id, expires_at, now)
+        prepared = self._prepare(token_id, expires_at, now)
+        if prepared is None:
+            return False
+        claim, key, args = prepared
         client = self._client
         try:
             if isinstance(client, redis.asyncio.cluster.RedisCluster):
@@ -103,9 +95,15 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
         return isinstance(client, redis.asyncio.cluster.RedisCluster)
 
     @classmethod
-    def _connect(cls, url: str, *, cluster: bool, timeouts: dict[str, Any]) -> AsyncClient:
-        kind = redis.asyncio.cluster.RedisCluster if cluster else redis.asyncio.Redis
-        return kind.from_url(url, retry=Retry(NoBackoff(), 0), **timeouts)
+    def _connect(cls, address: str, *, cluster: bool, timeout: float, options: dict[str, Any]) -> AsyncClient:
+        if cluster:  # a pool per node, refusing (not waiting for) a connection past the most
+            return redis.asyncio.cluster.RedisCluster.from_url(
+                address, retry=Retry(NoBackoff(), 0), max_connections=MAX_CONNECTIONS, **options
+            )
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            address, max_connections=MAX_CONNECTIONS, timeout=timeout, retry=Retry(NoBackoff(), 0), **options
+        )
+        return redis.asyncio.Redis.from_pool(pool)
 
     async def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or names another memory; the script's replies."""

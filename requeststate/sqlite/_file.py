@@ -181,8 +181,9 @@ def _run(
         "SELECT memory, since, terms FROM requeststate_markers WHERE namespace = ?", (namespace,)
     ).fetchone()
     began_here = marker is None or marker[0] != memory
+    host_now = int(clock())
     if began_here:
-        since = max(claim.now, int(clock()))
+        since = max(claim.now, host_now)
         connection.execute(
             "INSERT OR REPLACE INTO requeststate_markers (namespace, memory, since, terms) "
             "VALUES (?, ?, ?, ?)",
@@ -192,8 +193,11 @@ def _run(
         return Answer(Status.TERMS, marker[1], False, marker[2])
     else:
         since = marker[1]
+    # Pruned by the earlier of the verifier's clock and the host's: a verifier whose clock runs far
+    # ahead (or was handed a wrong now) prunes no claim whose token still verifies.
+    prune_before = claim.prune_before - max(0, claim.now - host_now)
     connection.execute(
-        "DELETE FROM requeststate_claims WHERE namespace = ? AND expires < ?", (namespace, claim.prune_before)
+        "DELETE FROM requeststate_claims WHERE namespace = ? AND expires < ?", (namespace, prune_before)
     )
     if not claim.member:
         return Answer(Status.MARKED, since, began_here, terms)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from requeststate import GuardUnavailable
+from requeststate import GuardUnavailable, InvalidToken
 from requeststate.sqlite import SQLiteGuard
 
 
@@ -25,6 +25,8 @@ def main() -> None:
                 answer = str(guard.begin(int(words[0])))
         except GuardUnavailable:
             answer = "unavailable"
+        except InvalidToken as refused:
+            answer = str(refused.reason)
         print(answer, flush=True)
 
 
