@@ -70,7 +70,14 @@ class _SQLiteGuardBase:
         self._file: Final = SQLiteFile(text, timeout=check_guard_timeout(timeout), clock=clock)
 
     @classmethod
-    def from_url(cls, url: str, **options: str | float | int) -> Self:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        namespace: str | None = None,
+        timeout: float | None = None,
+        clock_skew: int | None = None,
+    ) -> Self:
         """A guard on the file ``sqlite:////absolute/path.db`` names (four slashes: the path is absolute).
 
         The options (``namespace``, ``timeout``, ``clock_skew``) are the constructor's, in the
@@ -79,7 +86,8 @@ class _SQLiteGuardBase:
         Raises:
             TypeError, ValueError: a URL of another form, or a bad option; never naming a part of it.
         """
-        parts, settings = split_guard_url(url, SCHEMES, options)
+        given = {"namespace": namespace, "timeout": timeout, "clock_skew": clock_skew}
+        parts, settings = split_guard_url(url, SCHEMES, given)
         file = unquote(parts.path[1:])
         if parts.netloc or not os.path.isabs(file):
             raise ValueError(
