@@ -83,11 +83,8 @@ def test_every_python_block_of_the_page_runs(page: Path, monkeypatch: pytest.Mon
 # "requeststate==0.4.0". A minor series ("0.3's claims") or a figure measured against a past
 # release ("against 0.3.0") is history, and is not one.
 _RELEASE = re.compile(r"\b(?:Version|requeststate)(?:==| v?)(?P<version>\d+\.\d+\.\d+)\b")
-assert [m["version"] for m in _RELEASE.finditer("Version 0.3.0. requeststate==1.2.3, requeststate v4.5.6")] == [
-    "0.3.0",
-    "1.2.3",
-    "4.5.6",
-]
+_NAMED = "Version 0.3.0. requeststate==1.2.3, requeststate v4.5.6"
+assert [m["version"] for m in _RELEASE.finditer(_NAMED)] == ["0.3.0", "1.2.3", "4.5.6"]
 assert _RELEASE.search("requeststate 0.3's claims; against 0.3.0 in the same run") is None
 VERSIONED_PAGES = [
     *SAMPLE_PAGES,
@@ -100,7 +97,8 @@ def _versioned(page: Path) -> object:
     if where == "docs/cli.md":
         # Its bench sample names the release it ran on (0.3.0), and is being regenerated on
         # another branch; strict, so the mark goes when the sample is new.
-        return pytest.param(page, id=where, marks=pytest.mark.xfail(strict=True, reason="bench sample of 0.3.0"))
+        sample_of_0_3 = pytest.mark.xfail(strict=True, reason="bench sample of 0.3.0")
+        return pytest.param(page, id=where, marks=sample_of_0_3)
     return pytest.param(page, id=where)
 
 
