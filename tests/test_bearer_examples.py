@@ -10,12 +10,8 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import Generator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -27,7 +23,7 @@ import httpx2
 
 import requeststate as rs
 from tests.conftest import SECRET
-from tests.support.processes import free_port
+from tests.support.processes import free_port, serving
 from tests.support.reference import b64
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,33 +40,10 @@ def environment() -> dict[str, str]:
     return {**env, rs.ENV_KEYS: b64(SECRET)}
 
 
-@contextmanager
-def uvicorn(app: str) -> Generator[str]:
+def uvicorn(app: str) -> AbstractContextManager[str]:
     """``uvicorn APP --port PORT`` until the block ends; its MCP URL once it serves."""
     port = free_port()
-    argv = [sys.executable, "-m", "uvicorn", app, "--port", str(port)]
-    server = subprocess.Popen(
-        argv, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if server.poll() is not None:
-                raise AssertionError(server.communicate()[1])
-            assert time.monotonic() < deadline, f"{app} did not start"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.terminate()
-        try:
-            server.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.communicate()
+    return serving([sys.executable, "-m", "uvicorn", app, "--port", str(port)], port, environment(), ROOT)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=str)

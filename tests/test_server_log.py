@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +27,7 @@ from mcp_types import ElicitResult, InputResponses
 
 import requeststate as rs
 from tests.conftest import SECRET
-from tests.support.processes import free_port
+from tests.support.processes import free_port, serving
 from tests.support.reference import b64
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,26 +54,8 @@ def uvicorn(app: str, claims: Path, stderr: Path, *options: str) -> Generator[st
     # COLUMNS: the SDK's MCPServer logs through rich, which wraps at 80 columns where no terminal is.
     env |= {rs.ENV_KEYS: b64(SECRET), rs.ENV_GUARD: f"sqlite:///{claims}", "COLUMNS": "400"}
     argv = [sys.executable, "-m", "uvicorn", app, "--port", str(port), *options]
-    with stderr.open("w") as sink:
-        server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=sink)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, stderr.read_text()
-            assert time.monotonic() < deadline, stderr.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    with stderr.open("w") as sink, serving(argv, port, env, ROOT, stderr=sink) as url:
+        yield url
 
 
 def send_a_forged_state(url: str) -> None:
