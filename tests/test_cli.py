@@ -382,8 +382,8 @@ def test_inspect_encrypted_without_key_shows_only_mode_and_size(mode: rs.ModeNam
 # What the binding hint says of a token protect() minted, which the flags cannot name.
 PROTECT_NOTE = (
     "A token that requeststate.mcp's protect() minted is bound to its request (method, target, "
-    "arguments, audience, principal) and cannot be verified here, except under bind='mcpd': "
-    "--subject the access token's sub, --tool the tool's name"
+    "arguments, audience, principal), which --subject and --tool do not name, except under "
+    "bind='mcpd': --subject the access token's sub, --tool the tool's name"
 )
 
 

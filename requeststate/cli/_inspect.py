@@ -107,8 +107,8 @@ def _read_unverified(token: str, mode: rs.Mode) -> Inspection:
 # boundary_tool), so the hint must not promise that the flags verify its tokens.
 _PROTECT_NOTE: Final = (
     "A token that requeststate.mcp's protect() minted is bound to its request (method, target, "
-    "arguments, audience, principal) and cannot be verified here, except under bind='mcpd': "
-    "--subject the access token's sub, --tool the tool's name"
+    "arguments, audience, principal), which --subject and --tool do not name, except under "
+    "bind='mcpd': --subject the access token's sub, --tool the tool's name"
 )
 
 

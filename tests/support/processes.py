@@ -31,7 +31,8 @@ def serving(
         stderr=subprocess.DEVNULL if stderr is None else stderr,
     )
     try:
-        deadline = time.monotonic() + 30
+        # 60 s: two uvicorn workers that wait out clock_skew took over 30 s to start on 2 loaded cores.
+        deadline = time.monotonic() + 60
         while True:
             assert server.poll() is None, f"{argv[-3:]} exited"
             assert time.monotonic() < deadline, f"{argv[-3:]} did not start"
