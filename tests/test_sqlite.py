@@ -389,7 +389,18 @@ def test_a_file_mounted_under_a_second_name_is_refused(tmp_path: Path) -> None:
         "except GuardUnavailable as refused:\n    print(refused)\n"
     )
     script = 'mount --bind "$1" "$2" && exec "$3" -c "$4" "$2"'
-    command = ["unshare", "--mount", "sh", "-c", script, "sh", path, mounted, sys.executable, program]
+    command = [
+        "unshare",
+        "--mount",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        str(path),
+        str(mounted),
+        sys.executable,
+        program,
+    ]
     ran = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     if ran.returncode != 0 and "mount" in ran.stderr:
         pytest.skip(f"no bind mount here: {ran.stderr.strip()}")
@@ -413,9 +424,9 @@ def test_a_file_another_program_switched_to_a_write_ahead_log_is_refused_while_i
         assert old_worker.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
         assert old_worker.execute("SELECT count(*) FROM requeststate_claims").fetchone() == (1,)
         assert outcome(guard, dated()) == (
-            "unavailable: the SQLite file is in write-ahead-log mode and another process keeps it open "
-            "(SQLITE_BUSY), as a worker of requeststate 0.4.0 does: stop it; a write-ahead log's side "
-            "files can split the workers"
+            "unavailable: the SQLite file is in write-ahead-log mode and another process keeps it open, "
+            "as a worker of requeststate 0.4.0 does: stop it; a write-ahead log's side files can split "
+            "the workers"
         )
     assert guard.claim(dated(), EXPIRES, NOW) is True
     with contextlib.closing(sqlite3.connect(path)) as reading:

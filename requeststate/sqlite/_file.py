@@ -126,7 +126,7 @@ class SQLiteFile:
             found = _stat(self.path)
             if found is None or (found.st_dev, found.st_ino) != self._held:
                 raise _Reopen
-            _check_owned(found)  # a link, an owner or a mode may have changed since the open
+            _check_unshared(found)  # a link, an owner or a mode may have changed since the open
             if connection.execute("PRAGMA journal_mode").fetchone()[0] != JOURNAL:
                 raise _Reopen  # reopened, the file gets its journal back, or is refused
             answer = _run(connection, namespace, claim, terms, self._clock)
@@ -150,7 +150,7 @@ class SQLiteFile:
         before = _stat(self.path)
         if before is None:
             raise _Reopen  # deleted since it was created: the next attempt creates it again
-        _check_owned(before)
+        _check_unshared(before)
         _check_mount(self.path)
         connection = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
@@ -163,14 +163,17 @@ class SQLiteFile:
                 raise _Reopen
             try:
                 mode = connection.execute(f"PRAGMA journal_mode={JOURNAL}").fetchone()[0]
-            except sqlite3.OperationalError as error:
-                if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            except sqlite3.OperationalError:
+                # Leaving a write-ahead log needs the file to itself: another process keeps it open.
+                mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+                if mode != "wal":
                     raise
+            if mode == "wal":
                 raise GuardUnavailable(
-                    "the SQLite file is in write-ahead-log mode and another process keeps it open "
-                    f"({error.sqlite_errorname}), as a worker of requeststate 0.4.0 does: stop it; a "
-                    "write-ahead log's side files can split the workers"
-                ) from error
+                    "the SQLite file is in write-ahead-log mode and another process keeps it open, as a "
+                    "worker of requeststate 0.4.0 does: stop it; a write-ahead log's side files can split "
+                    "the workers"
+                )
             if mode != JOURNAL:
                 raise GuardUnavailable(
                     f"the SQLite file's journal cannot be a rollback journal (it is {mode})"
@@ -222,7 +225,7 @@ def _stat(path: str) -> os.stat_result | None:
         return None
 
 
-def _check_owned(found: os.stat_result) -> None:
+def _check_unshared(found: os.stat_result) -> None:
     """``GuardUnavailable`` unless the file has one name, is this user's, and only this user may write it."""
     if found.st_nlink > 1:
         raise GuardUnavailable(
