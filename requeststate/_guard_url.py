@@ -130,7 +130,8 @@ def guard_from_env(environ: Mapping[str, str], *, asyncio: bool) -> Guard | Asyn
 def split_guard_url(
     url: object, schemes: Collection[str], given: Mapping[str, object]
 ) -> tuple[SplitResult, dict[str, object]]:
-    """A store's URL, split, and its options: those of its query and those ``given`` by keyword.
+    """A store's URL, split, and its options: those of its query and those ``given`` by keyword
+    (``None``: not given).
 
     Each option is one of ``URL_OPTIONS``, given once (in the query or by keyword); a
     query's ``timeout`` and ``clock_skew`` are read as numbers, and ``timeout`` is checked
@@ -143,6 +144,7 @@ def split_guard_url(
     """
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
+    given = {name: value for name, value in given.items() if value is not None}
     refuse_unknown(given, frozenset(URL_OPTIONS))
     try:
         parts = urlsplit(url.strip())
@@ -157,14 +159,15 @@ def split_guard_url(
     if not set(names) <= set(URL_OPTIONS) or len(set(names)) != len(names):
         taken = ", ".join(f"?{name}=" for name in URL_OPTIONS)
         raise ValueError(f"the guard URL may carry the options {taken}, each once; its query has another")
-    options: dict[str, object] = {**dict(pairs), **given}
-    for name, read in (("timeout", float), ("clock_skew", int)):
-        text = options.get(name)
-        if isinstance(text, str):
+    query = dict(pairs)
+    options: dict[str, object] = dict(query)
+    for name, read, what in (("timeout", float, "a number"), ("clock_skew", int, "a whole number")):
+        if name in query:
             try:
-                options[name] = read(text)
+                options[name] = read(query[name])
             except ValueError:
-                raise ValueError(f"the guard URL's {name} must be a number of seconds (?{name}=1)") from None
+                raise ValueError(f"the guard URL's {name} must be {what} of seconds (?{name}=1)") from None
+    options.update(given)
     if "timeout" in options:
         options["timeout"] = check_guard_timeout(options["timeout"])
     return parts._replace(query=""), options

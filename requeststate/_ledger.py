@@ -246,7 +246,7 @@ class Ledger:
         """
         if answer.status == Status.TERMS:
             raise GuardUnavailable(self._differ(answer.terms))
-        self._observe(answer)
+        self._observe(answer.since if answer.began_here else None)
         self._remember(claim)
         if answer.status == Status.REPLAYED:
             return False
@@ -267,30 +267,32 @@ class Ledger:
 
         ``GuardUnavailable`` if a namespace's terms are not this verifier's.
         """
-        latest = None
+        latest = began = None
         for answer in answers:
             if answer.status == Status.TERMS:
                 raise GuardUnavailable(self._differ(answer.terms))
             latest = answer.since if latest is None else max(latest, answer.since)
-            self._observe(answer)
+            if answer.began_here:  # one of a cluster's many markers, say: one loss, logged once
+                began = answer.since if began is None else max(began, answer.since)
         if latest is None:
             raise GuardUnavailable(f"{self.describe} answered no marker")
+        self._observe(began)
         return latest + self.clock_skew + 1
 
-    def _observe(self, answer: Answer) -> None:
-        """Log once when a claim of this guard began the store's memory again after it had seen one.
+    def _observe(self, began: int | None) -> None:
+        """Log once when a claim of this guard began the store's memory again (at ``began``) after
+        it had seen one.
 
         A memory this guard meets first is merely new (a first deploy, or a loss before this
         process started: nothing to do); one that this guard's claim must begin again is a
         loss, which an operator wants to know of, once (the guard that wrote the marker says it).
         """
-        if answer.began_here and self._seen:
-            since = answer.since
+        if began is not None and self._seen:
             self._warn_once(
-                f"lost {since}",
+                f"lost {began}",
                 f"{self.describe} lost its memory of the claims (a restart, a flush, a failover, a replaced "
-                f"file): it began again at {since} (unix time), and every token minted by "
-                f"{since + self.clock_skew} is refused (outside_memory), as it may have been redeemed before",
+                f"file): it began again at {began} (unix time), and every token minted by "
+                f"{began + self.clock_skew} is refused (outside_memory), as it may have been redeemed before",
             )
         self._seen = True
 

@@ -1,8 +1,9 @@
 """The one internal seam: what the integrations take from the core that is no user's API.
 
-``requeststate.mcp``, ``requeststate.redis``, ``requeststate.probe``, ``requeststate.bench``
-and ``requeststate.cli`` import the public ``requeststate`` and, beside it, only this
-module (tests/test_imports.py checks the import graph). Each name is private for a reason:
+``requeststate.mcp``, ``requeststate.redis``, ``requeststate.sqlite``, ``requeststate.probe``,
+``requeststate.bench``, ``requeststate.cli`` and ``requeststate.pytest_plugin`` import the public
+``requeststate`` and, beside it, only this module (tests/test_import_graph.py checks the import
+graph). Each name is private for a reason:
 
 - ``Counts``: the counters of docs/metrics.md, for an integration that counts with
   attributes of its own (``requeststate.mcp`` adds each request's method). A user's codec

@@ -163,11 +163,17 @@ def test_a_sqlite_url_without_options_has_the_stores_defaults() -> None:
 
 def test_every_store_takes_the_same_options_from_its_url(built: list[Any]) -> None:
     query = "?namespace=app&timeout=0.5&clock_skew=2"
-    guards = [
+    guards: list[Any] = [
         rs.guard_from_url("sqlite:////srv/claims.db" + query),
         redis_guard(built, "redis://127.0.0.1:6390/0" + query),
     ]
-    assert [(guard.namespace, guard.timeout, guard.clock_skew) for guard in guards] == [("app", 0.5, 2)] * 2  # type: ignore[union-attr]
+    assert [(guard.namespace, guard.timeout, guard.clock_skew) for guard in guards] == [("app", 0.5, 2)] * 2
+
+
+def test_an_option_given_by_keyword_is_checked_as_the_constructor_checks_it() -> None:
+    # A query's text is read as a number; a keyword is the caller's value, as the constructor takes it.
+    with pytest.raises(TypeError, match=r"^timeout must be a number of seconds, not str$"):
+        SQLiteGuard.from_url("sqlite:////srv/claims.db", timeout="1")  # type: ignore[arg-type]
 
 
 def test_an_option_given_both_in_the_url_and_by_keyword_is_refused() -> None:
@@ -228,11 +234,15 @@ def test_a_redis_url_imports_requeststate_redis_only_then() -> None:
         ],
         *[
             (
-                f"{store}?{name}=soon",
-                f"REQUESTSTATE_GUARD: the guard URL's {name} must be a number of seconds (?{name}=1)",
+                f"{store}?{name}={given}",
+                f"REQUESTSTATE_GUARD: the guard URL's {name} must be {what} of seconds (?{name}=1)",
             )
             for store in ("redis://127.0.0.1/0", "sqlite:////srv/claims.db")
-            for name in ("timeout", "clock_skew")
+            for name, what, given in (
+                ("timeout", "a number", "soon"),
+                ("clock_skew", "a whole number", "soon"),
+                ("clock_skew", "a whole number", "1.5"),
+            )
         ],
         *[
             (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import socket
 import time
@@ -297,10 +298,11 @@ async def test_the_server_serves_once_the_tokens_it_mints_are_accepted(
     with caplog.at_level(logging.INFO, logger="requeststate.mcp"):
         await bounded(run)
     assert served[0] >= guard.ready
-    [line] = [record.getMessage() for record in caplog.records if record.levelno == logging.INFO]
+    # A WARNING: the one level that shows where no handler was configured (uvicorn's default).
+    [line] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert re.fullmatch(
-        r"requestState guard BeginningGuard began: the tokens this server mints are accepted "
-        r"in [12]\.\d s, when it serves",
+        rf"requestState guard BeginningGuard began in process {os.getpid()}: the tokens this server "
+        r"mints are accepted in [12]\.\d s, when it serves",
         line,
     )
 
@@ -314,8 +316,12 @@ async def test_a_store_in_use_serves_at_once(caplog: pytest.LogCaptureFixture) -
                 await first_round(client)
 
         await bounded(run)
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
-        "requestState guard BeginningGuard began: the tokens this server mints are accepted at once"
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "requeststate.mcp"] == [
+        (
+            logging.INFO,
+            f"requestState guard BeginningGuard began in process {os.getpid()}: the tokens this server "
+            "mints are accepted at once",
+        )
     ]
 
 

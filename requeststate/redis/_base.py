@@ -58,7 +58,14 @@ class GuardBase(ABC, Generic[ClientT]):
         self._script = client.register_script(CLAIM_SCRIPT)  # type: ignore[attr-defined]
 
     @classmethod
-    def from_url(cls, url: str, **options: str | float | int) -> Self:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        namespace: str | None = None,
+        timeout: float | None = None,
+        clock_skew: int | None = None,
+    ) -> Self:
         """A guard on a new client for ``url``: ``redis://host:port/db``, ``rediss://`` (TLS), or
         ``redis+cluster://host:port`` (``rediss+cluster``) for a Redis Cluster, from any of its nodes.
 
@@ -72,7 +79,8 @@ class GuardBase(ABC, Generic[ClientT]):
         Raises:
             TypeError, ValueError: a URL of another form or a bad option, naming no part of the URL.
         """
-        read = read_url(url, dict(options))
+        given = {"namespace": namespace, "timeout": timeout, "clock_skew": clock_skew}
+        read = read_url(url, given)
         settings = dict(read.options)
         timeout = float(settings.pop("timeout", DEFAULT_TIMEOUT))  # type: ignore[arg-type]
         # Checked before a client exists: a sync cluster client connects at once, and one built

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Final, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
@@ -46,7 +47,7 @@ class RedisURL(NamedTuple):
     options: dict[str, object]
 
 
-def read_url(url: str, given: dict[str, object]) -> RedisURL:
+def read_url(url: str, given: Mapping[str, object]) -> RedisURL:
     """``redis://host:port/db`` (or ``rediss``, ``+cluster``) and its options, in its query or ``given``.
 
     Raises:

@@ -41,11 +41,11 @@ class RedisGuard(GuardBase[Client]):
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
-            GuardUnavailable: Redis did not record the claim or answered an error; the
-                token was minted before Redis's memory of the claims began (plus
-                ``clock_skew``), or after ``now`` plus ``clock_skew``, or its id does
-                not tell when; or the namespace's verifiers use another ``clock_skew``
-                or leeway.
+            GuardUnavailable: Redis did not record the claim or answered an error, or the
+                namespace's verifiers use another ``clock_skew`` or leeway.
+            InvalidToken: ``outside_memory``: the token was minted before Redis's memory of
+                the claims began (plus ``clock_skew``), or after ``now`` plus ``clock_skew``,
+                or its id does not tell when.
             ValueError: ``expires_at`` is before ``now``.
         """
         prepared = self._prepare(token_id, expires_at, now)

@@ -24,11 +24,12 @@ __all__ = [
 
 DEFAULT_NAMESPACE: Final = "requeststate"
 """The namespace of a guard's claims in the file, unless ``namespace=`` says otherwise."""
-DEFAULT_TIMEOUT: Final = 1.0
+DEFAULT_TIMEOUT: Final = 5.0
 """Seconds a claim waits for the file's lock before the guard gives up (``GuardUnavailable``).
 
 Longer than Redis's 0.25 s: a claim waits its turn behind every other worker's claim on
-the host, each a transaction synced to disk, where a Redis claim waits for one answer."""
+the host, each a transaction synced to disk (tens of milliseconds on a slow disk), where a
+Redis claim waits for one answer."""
 DEFAULT_CLOCK_SKEW: Final = 0
 """Seconds the clocks of the processes that mint and verify may differ by: none, as they
 read one host's clock. A fleet whose workers begin on a new file then serves within a
@@ -70,7 +71,14 @@ class _SQLiteGuardBase:
         self._file: Final = SQLiteFile(text, timeout=check_guard_timeout(timeout), clock=clock)
 
     @classmethod
-    def from_url(cls, url: str, **options: str | float | int) -> Self:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        namespace: str | None = None,
+        timeout: float | None = None,
+        clock_skew: int | None = None,
+    ) -> Self:
         """A guard on the file ``sqlite:////absolute/path.db`` names (four slashes: the path is absolute).
 
         The options (``namespace``, ``timeout``, ``clock_skew``) are the constructor's, in the
@@ -79,7 +87,8 @@ class _SQLiteGuardBase:
         Raises:
             TypeError, ValueError: a URL of another form, or a bad option; never naming a part of it.
         """
-        parts, settings = split_guard_url(url, SCHEMES, options)
+        given = {"namespace": namespace, "timeout": timeout, "clock_skew": clock_skew}
+        parts, settings = split_guard_url(url, SCHEMES, given)
         file = unquote(parts.path[1:])
         if parts.netloc or not os.path.isabs(file):
             raise ValueError(
@@ -133,18 +142,22 @@ class SQLiteGuard(_SQLiteGuardBase):
 
     For several workers on one host (uvicorn or gunicorn workers), with no server to
     run: Python's own ``sqlite3``. Each claim is one ``BEGIN IMMEDIATE`` transaction,
-    serialised by the file's lock across every process, in write-ahead-log mode with
-    every commit synced to disk. Claims survive a restart of any or all workers.
-    The rules are the Redis guard's: a file that is new, deleted, replaced or
-    truncated has lost its memory, and every token minted before the loss (plus
-    ``clock_skew``) is refused; the namespace's verifiers share one ``clock_skew``
-    and leeway. Thread-safe. Call ``begin()`` when the process starts
-    (``requeststate.mcp.protect`` does).
+    serialised by the file's lock across every process, with a rollback journal (every
+    claim and every lock in the main file) and every commit synced to disk before the
+    claim counts (``synchronous=FULL``). Claims survive a restart of any or all
+    workers, and a crash of the host. The rules are the Redis guard's: a file that is
+    new, deleted, replaced or truncated has lost its memory, and every token minted
+    before the loss (plus ``clock_skew``) is refused; the namespace's verifiers share
+    one ``clock_skew`` and leeway, and a namespace with no live claim takes the terms
+    of the verifier that claims next (as a loss). Thread-safe. Call ``begin()`` when
+    the process starts (``requeststate.mcp.protect`` does).
 
     Args:
-        path: the file, absolute (created if missing). It must be on a local
-            filesystem: a network filesystem cannot share a write-ahead log, and is
-            refused at the first claim.
+        path: the file, absolute, created ``0600`` if missing. This process's user
+            must own it, and no one else may write it (or its directory); it must
+            have one name (no hard link; mount its directory into a container, not
+            the file) and be on a local filesystem (NFS and SMB are refused). Each is
+            checked at the first claim, which raises ``GuardUnavailable`` naming the fix.
         namespace: one per application sharing the file.
         clock_skew: seconds that the clocks of the hosts that mint may differ by
             (default ``DEFAULT_CLOCK_SKEW``, 0: one host, one clock).
@@ -162,8 +175,9 @@ class SQLiteGuard(_SQLiteGuardBase):
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
-            GuardUnavailable: the file could not record the claim, or the namespace's
-                verifiers use other terms.
+            GuardUnavailable: the file could not record the claim (refused, or locked
+                past ``timeout``), or the namespace's verifiers use other terms and hold a
+                live claim.
             InvalidToken: ``outside_memory``: the token was minted before the file's memory
                 began (plus ``clock_skew``) or after ``now`` plus ``clock_skew``.
             ValueError: ``expires_at`` is before ``now``.
@@ -178,8 +192,9 @@ class SQLiteGuard(_SQLiteGuardBase):
             on a new file, earlier on a file in use.
 
         Raises:
-            GuardUnavailable: the file could not be written, or the namespace's
-                verifiers use another ``clock_skew`` or leeway (the message names both).
+            GuardUnavailable: the file could not be written (or is refused), or the
+                namespace's verifiers use another ``clock_skew`` or leeway and hold a
+                live claim (the message names both).
         """
         return self._begin(now)
 
