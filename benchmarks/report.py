@@ -250,7 +250,12 @@ def _claims_section(guards: GuardResults) -> list[str]:
         for row in guards.claims
     ]
     headers = ["setup", "path", "at once", "claims", "claims/s", "p50 µs", "p99 µs", "note"]
-    return ["", "### Redis claims under load (fresh ids, loopback)", "", _table(headers, rows)]
+    return [
+        "",
+        "### Redis claims under load (fresh tokens, requeststate.bench.measure_guard, loopback)",
+        "",
+        _table(headers, rows),
+    ]
 
 
 def _busy_warning(results: Results) -> list[str]:
