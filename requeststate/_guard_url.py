@@ -37,12 +37,17 @@ class _Store(NamedTuple):
 
 _REDIS: Final = _Store("requeststate.redis", "RedisGuard", "AsyncRedisGuard", ("namespace", "timeout"))
 _SQLITE: Final = _Store("requeststate.sqlite", "SQLiteGuard", "AsyncSQLiteGuard", ("namespace", "timeout"))
+_POSTGRES: Final = _Store(
+    "requeststate.postgres", "PostgresGuard", "AsyncPostgresGuard", ("namespace", "timeout", "clock_skew")
+)
 _STORES: Final = {
     "redis": _REDIS,
     "rediss": _REDIS,
     "redis+cluster": _REDIS,
     "rediss+cluster": _REDIS,
     "sqlite": _SQLITE,
+    "postgresql": _POSTGRES,
+    "postgres": _POSTGRES,
 }
 """Each scheme, and the store it names."""
 _CLUSTER: Final = "+cluster"
@@ -51,7 +56,7 @@ _REDIS_DB: Final = re.compile(r"/?(\d+)?")
 
 _ACCEPTED: Final = (
     "memory, redis://host:port/db, rediss://host:port/db, redis+cluster://host:port, "
-    "rediss+cluster://host:port, or sqlite:////absolute/path.db"
+    "rediss+cluster://host:port, sqlite:////absolute/path.db, or postgresql://user@host:port/dbname"
 )
 """The URLs a guard is built from, as an error lists them."""
 # A URL's text never reaches a message: a password may be in it, or, when it is not
@@ -105,6 +110,8 @@ def guard_from_url(url: str, *, asyncio: bool = False) -> Guard | AsyncGuard:
     options = _options(parts.query, store)
     if store is _SQLITE:
         arguments: tuple[str, ...] = (_sqlite_path(parts.netloc, parts.path),)
+    elif store is _POSTGRES:
+        arguments, options = (text,), {}  # its from_url reads the whole URL, query and all
     else:
         arguments = (_redis_address(parts.scheme, parts.netloc, parts.path),)
         options["cluster"] = parts.scheme.endswith(_CLUSTER)

@@ -243,8 +243,8 @@ BAD_GUARDS = {
     "unknown scheme": (
         "memcached://127.0.0.1:11211",
         "ValueError: REQUESTSTATE_GUARD must be memory, redis://host:port/db, rediss://host:port/db, "
-        "redis+cluster://host:port, rediss+cluster://host:port, or sqlite:////absolute/path.db: "
-        "its scheme is none of these",
+        "redis+cluster://host:port, rediss+cluster://host:port, sqlite:////absolute/path.db, or "
+        "postgresql://user@host:port/dbname: its scheme is none of these",
     ),
     "relative sqlite path": (
         "sqlite:///claims.db",

@@ -29,7 +29,7 @@ from .conftest import SECRET
 PASSWORD = "hunter2-s3cret"
 ACCEPTED = (
     "memory, redis://host:port/db, rediss://host:port/db, redis+cluster://host:port, "
-    "rediss+cluster://host:port, or sqlite:////absolute/path.db"
+    "rediss+cluster://host:port, sqlite:////absolute/path.db, or postgresql://user@host:port/dbname"
 )
 ENCODE = "(a password with '/', '?', '#' or '@' in it must be percent-encoded)"
 KEYS = {"REQUESTSTATE_KEYS": b64(SECRET)}
