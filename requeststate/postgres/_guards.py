@@ -265,9 +265,9 @@ class PostgresGuard(_PostgresGuardBase):
             pool.close()
 
     def _run(self, args: list[bytes | None], what: str) -> Answer:
-        deadline = time.monotonic() + self._timeout
         try:
             with self._pool().connection(timeout=self._timeout) as connection:
+                deadline = time.monotonic() + self._timeout
                 try:
                     reply = _drive(claim_steps(connection.pgconn, args), connection.pgconn.socket, deadline)
                 except Refused:
@@ -330,10 +330,10 @@ class AsyncPostgresGuard(_PostgresGuardBase):
             await pool.close()
 
     async def _run(self, args: list[bytes | None], what: str) -> Answer:
-        deadline = time.monotonic() + self._timeout
         try:
             pool = await self._pool()
             async with pool.connection(timeout=self._timeout) as connection:
+                deadline = time.monotonic() + self._timeout
                 try:
                     steps = claim_steps(connection.pgconn, args)
                     reply = await _adrive(steps, connection.pgconn.socket, deadline)
