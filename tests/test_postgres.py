@@ -511,6 +511,10 @@ def test_a_promoted_standby_is_a_loss_refusing_tokens_minted_before_and_acceptin
     standby = servers.standby(primary)
     streamed = claimed_before(primary, namespace, 5)
     caught_up(primary)
+    # A standby cannot write: a guard pointed at one fails closed, naming PostgreSQL's error.
+    assert replays(standby.url(), namespace, [dated()]) == [
+        "unavailable: PostgreSQL did not record the claim (SQLSTATE 55000)"
+    ]
     standby.stop()  # the claims made from now on never reach it: an asynchronous standby's lag
     lost = claimed_before(primary, namespace, 5)
     primary.stop("immediate")

@@ -8,7 +8,7 @@ import selectors
 import threading
 import time
 from collections.abc import Generator
-from typing import Any, Final, Self, final
+from typing import Any, Final, Generic, Self, TypeVar, final
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import psycopg
@@ -81,10 +81,14 @@ def url_options(url: str) -> tuple[str, dict[str, Any]]:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), options
 
 
-class _PostgresGuardBase:
-    """What both guards share: the connection string, the namespace, the rules, the timeout."""
+PoolT = TypeVar("PoolT", ConnectionPool, AsyncConnectionPool)
+"""The pool a guard claims through: ``ConnectionPool`` (``PostgresGuard``) or ``AsyncConnectionPool``."""
 
-    __slots__ = ("_connect_timeout", "_conninfo", "_ledger", "_timeout")
+
+class _PostgresGuardBase(Generic[PoolT]):
+    """What both guards share: the connection string, the namespace, the rules, the timeout, the pool."""
+
+    __slots__ = ("_connect_timeout", "_conninfo", "_ledger", "_lock", "_open", "_timeout")
 
     def __init__(
         self,
@@ -110,6 +114,8 @@ class _PostgresGuardBase:
         self._conninfo: Final = conninfo_or_url
         # libpq's connect_timeout counts whole seconds, 2 at least; the pool's wait bounds a claim's.
         self._connect_timeout: Final = given.get("connect_timeout", max(2, math.ceil(self._timeout)))
+        self._lock: Final = threading.Lock()  # the sync guard's, around its pool
+        self._open: PoolT | None = None  # opened at the first claim
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -191,7 +197,7 @@ class _PostgresGuardBase:
 
 
 @final
-class PostgresGuard(_PostgresGuardBase):
+class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
     """A replay guard in a PostgreSQL database, shared by every process and host that uses it.
 
     For a fleet of servers on several hosts that already runs PostgreSQL. Each claim is one
@@ -217,19 +223,7 @@ class PostgresGuard(_PostgresGuardBase):
             no message quotes the string.
     """
 
-    __slots__ = ("_lock", "_open")
-
-    def __init__(
-        self,
-        conninfo_or_url: str,
-        *,
-        namespace: str = DEFAULT_NAMESPACE,
-        clock_skew: int = DEFAULT_CLOCK_SKEW,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        super().__init__(conninfo_or_url, namespace=namespace, clock_skew=clock_skew, timeout=timeout)
-        self._lock: Final = threading.Lock()
-        self._open: ConnectionPool | None = None
+    __slots__ = ()
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
@@ -294,25 +288,14 @@ class PostgresGuard(_PostgresGuardBase):
 
 
 @final
-class AsyncPostgresGuard(_PostgresGuardBase):
+class AsyncPostgresGuard(_PostgresGuardBase[AsyncConnectionPool]):
     """``PostgresGuard`` for asyncio servers, on an asyncio pool; use with ``averify``.
 
     The arguments and the outcomes are ``PostgresGuard``'s. Its pool belongs to the event
     loop of its first claim.
     """
 
-    __slots__ = ("_open",)
-
-    def __init__(
-        self,
-        conninfo_or_url: str,
-        *,
-        namespace: str = DEFAULT_NAMESPACE,
-        clock_skew: int = DEFAULT_CLOCK_SKEW,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        super().__init__(conninfo_or_url, namespace=namespace, clock_skew=clock_skew, timeout=timeout)
-        self._open: AsyncConnectionPool | None = None
+    __slots__ = ()
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``PostgresGuard.claim``."""
