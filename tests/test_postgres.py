@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 import requeststate as rs
-from requeststate.postgres import AsyncPostgresGuard, PostgresGuard
+from requeststate.postgres import MAX_CONNECTIONS, AsyncPostgresGuard, PostgresGuard
 from tests.support.postgres_server import PASSWORD_ROLE, Server, Servers, race, servers_or_skip
 
 # After the servers' clocks (2026), so that the verifier's now dates every new memory here.
@@ -648,6 +648,27 @@ def test_a_restart_with_fsync_on_keeps_every_claim_and_is_no_loss(servers: Serve
     server.start()
     assert replays(server.url(), namespace, [*ids, dated(NOW - 30)]) == [False] * 5 + [True]
     server.stop()
+
+
+def test_a_guard_claims_again_once_a_restarted_server_answers(servers: Servers, namespace: str) -> None:
+    # The pool's connections broke with the restart: each fails one claim (closed), then the pool
+    # opens new ones. No claim is accepted twice meanwhile.
+    server = servers.primary("fsync = on")
+    guard = PostgresGuard(server.url(), namespace=namespace, timeout=2)
+    try:
+        began(guard)
+        token_id = dated()
+        assert guard.claim(token_id, EXPIRES, NOW) is True
+        server.stop()
+        server.start()
+        outcomes = [outcome(guard, token_id) for _ in range(MAX_CONNECTIONS + 2)]
+        assert set(outcomes) <= {False, "unavailable: PostgreSQL did not record the claim (OperationalError)"}
+        assert outcomes[-1] is False
+        later = dated()
+        assert [outcome(guard, later), outcome(guard, later)] == [True, False]
+    finally:
+        guard.close()
+        server.stop()
 
 
 def test_a_restart_with_fsync_off_is_a_loss(servers: Servers, namespace: str) -> None:
