@@ -49,7 +49,7 @@ from psycopg import pq
 
 from requeststate._seam import Claim
 
-__all__ = ["CLAIM", "SCHEMA", "Refused", "Step", "arguments", "claim_steps"]
+__all__ = ["CLAIM", "SCHEMA", "Refused", "Wait", "arguments", "claim_steps"]
 
 SCHEMA: Final = b"""
 SELECT pg_advisory_xact_lock(7286159351286405941);
@@ -130,8 +130,10 @@ CLAIM: Final = b"SELECT status, since, began, terms FROM requeststate_claim_v1($
 _MISSING: Final = frozenset({b"42P01", b"42883"})
 """SQLSTATEs of a missing table (undefined_table) or function (undefined_function): no schema yet."""
 
-Step = bool
-"""What a claim's steps wait for, between two of them: ``True`` to write, ``False`` to read."""
+Wait = bool
+"""What a claim's steps wait on the socket for, between two of them: ``True`` to write, ``False`` to read."""
+_UNREAD: Final = (None, None, None, None)
+"""A reply no claim gives, as the ``Ledger`` reads it: it refuses it, naming no value."""
 
 
 class Refused(Exception):
@@ -148,7 +150,7 @@ def arguments(namespace: str, claim: Claim, terms: str) -> list[bytes | None]:
     return [str(value).encode() for value in values]
 
 
-def claim_steps(pgconn: pq.abc.PGconn, args: list[bytes | None]) -> Generator[Step, None, tuple[object, ...]]:
+def claim_steps(pgconn: pq.abc.PGconn, args: list[bytes | None]) -> Generator[Wait, None, tuple[object, ...]]:
     """Run the claim on ``pgconn``; yield each time it waits on the socket; return the reply's four fields.
 
     A database with no schema yet (or whose tables were dropped) gets it, and the claim is run
@@ -163,16 +165,16 @@ def claim_steps(pgconn: pq.abc.PGconn, args: list[bytes | None]) -> Generator[St
         _check((yield from _exchange(pgconn, SCHEMA, None)))
         results = yield from _exchange(pgconn, CLAIM, args)
     _check(results)
-    reply = results[-1]
-    if reply.status != pq.ExecStatus.TUPLES_OK or reply.ntuples != 1 or reply.nfields != 4:
-        raise Refused("reply")
+    reply = results[-1] if results else None
+    if reply is None or reply.status != pq.ExecStatus.TUPLES_OK or reply.ntuples != 1 or reply.nfields != 4:
+        return _UNREAD
     status, since, began, terms = (reply.get_value(0, column) for column in range(4))
     return (_text(status), _integer(since), began == b"t", _text(terms))
 
 
 def _exchange(
     pgconn: pq.abc.PGconn, query: bytes, args: list[bytes | None] | None
-) -> Generator[Step, None, list[pq.abc.PGresult]]:
+) -> Generator[Wait, None, list[pq.abc.PGresult]]:
     """Send ``query`` (with ``args``, or as a simple query), and read every result, waiting as it must."""
     if args is None:
         pgconn.send_query(query)
@@ -202,8 +204,6 @@ def _check(results: list[pq.abc.PGresult]) -> None:
     sqlstate = _sqlstate(results)
     if sqlstate is not None:
         raise Refused(sqlstate.decode("ascii", "replace"))
-    if not results:
-        raise Refused("reply")
 
 
 def _text(value: bytes | None) -> object:

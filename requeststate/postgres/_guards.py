@@ -18,7 +18,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from requeststate import DEFAULT_CLOCK_SKEW, GuardUnavailable
 from requeststate._seam import Answer, Claim, Ledger, check_seconds
 
-from ._claim import Refused, Step, arguments, claim_steps
+from ._claim import Refused, Wait, arguments, claim_steps
 
 __all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "MAX_CONNECTIONS", "AsyncPostgresGuard", "PostgresGuard"]
 
@@ -347,7 +347,7 @@ class AsyncPostgresGuard(_PostgresGuardBase[AsyncConnectionPool]):
         )
 
 
-def _drive(steps: Generator[Step, None, tuple[object, ...]], fd: int, deadline: float) -> tuple[object, ...]:
+def _drive(steps: Generator[Wait, None, tuple[object, ...]], fd: int, deadline: float) -> tuple[object, ...]:
     """Run ``steps`` to their end, waiting on the socket ``fd`` as they ask, until ``deadline`` at most."""
     try:
         write = next(steps)
@@ -362,7 +362,7 @@ def _drive(steps: Generator[Step, None, tuple[object, ...]], fd: int, deadline: 
 
 
 async def _adrive(
-    steps: Generator[Step, None, tuple[object, ...]], fd: int, deadline: float
+    steps: Generator[Wait, None, tuple[object, ...]], fd: int, deadline: float
 ) -> tuple[object, ...]:
     """``_drive`` on the event loop: each wait is the loop's reader or writer on ``fd``."""
     loop = asyncio.get_running_loop()
