@@ -15,7 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -217,40 +217,41 @@ async def test_over_stdio_a_token_redeemed_on_one_process_is_refused_on_the_othe
     assert await bounded(run) == [BOOKED, (INVALID_PARAMS, INVALID_MESSAGE)]
 
 
+class Pausable(Protocol):
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+
+
+# The stores a test can pause (every process of the server stopped), and a guard's URL of each.
+PAUSABLE: dict[str, Callable[[pytest.FixtureRequest, Path], tuple[Pausable, str]]] = {
+    "redis": lambda request, tmp_path: (
+        request.getfixturevalue("redis"),
+        request.getfixturevalue("redis").url,
+    ),
+    "postgres": lambda request, tmp_path: (
+        request.getfixturevalue("postgres"),
+        f"{request.getfixturevalue('postgres').url()}?namespace={tmp_path.name}&timeout=0.5",
+    ),
+}
+
+
+@pytest.mark.parametrize("store", sorted(PAUSABLE))
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_paused_redis_answers_internal_error_not_a_refusal(
-    kind: str, redis: redis_server.Server
+async def test_a_paused_store_answers_internal_error_not_a_refusal(
+    kind: str, store: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     # Before: -32602, as for a forgery, and a client could not know that a retry might work.
-    with http_workers(kind, redis.url, count=1) as (url,):
-
-        async def run() -> object:
-            async with over_http(url) as client:
-                token = await first_round(client)
-                redis.pause()
-                try:
-                    return await redeem(client, token)
-                finally:
-                    redis.resume()
-
-        assert await bounded(run) == (INTERNAL_ERROR, UNCHECKED_MESSAGE)
-
-
-@pytest.mark.parametrize("kind", KINDS)
-async def test_a_paused_postgres_answers_internal_error_not_a_refusal(
-    kind: str, postgres: postgres_server.Server, tmp_path: Path
-) -> None:
-    url = f"{postgres.url()}?namespace={tmp_path.name}&timeout=0.5"
+    server, url = PAUSABLE[store](request, tmp_path)
     with http_workers(kind, url, count=1) as (worker,):
 
         async def run() -> object:
             async with over_http(worker) as client:
                 token = await first_round(client)
-                postgres.pause()
+                server.pause()
                 try:
                     return await redeem(client, token)
                 finally:
-                    postgres.resume()
+                    server.resume()
 
         assert await bounded(run) == (INTERNAL_ERROR, UNCHECKED_MESSAGE)
 
