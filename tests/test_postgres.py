@@ -27,6 +27,9 @@ from tests.support.postgres_server import PASSWORD_ROLE, Server, Servers, race, 
 NOW = 2_000_000_000
 EXPIRES = NOW + 300
 PASSWORD = "p/?#@:w0rd-s3cret"
+# A claim that waits 0.5 s returns well within this on a loaded machine; psycopg's own
+# cancellation of an unanswered query would wait 5 s and more.
+SLACK = 2.5
 LOST = re.compile(r"the token was minted at \d+, before PostgreSQL's memory of the claims began")
 
 Build = Callable[..., PostgresGuard]
@@ -305,12 +308,12 @@ def test_a_server_that_does_not_answer_fails_closed_within_the_timeout_and_recov
                 outcome(guard, dated())
                 == "unavailable: PostgreSQL did not record the claim (no answer within 0.5 s)"
             )
-            assert time.monotonic() - started < 1.5
+            assert time.monotonic() - started < SLACK
             # A guard with no connection yet waits for one as long, and no longer.
             fresh = PostgresGuard(server.url(), namespace=namespace, timeout=0.5)
             started = time.monotonic()
             assert outcome(fresh, dated()) == "unavailable: PostgreSQL did not record the claim (PoolTimeout)"
-            assert time.monotonic() - started < 1.5
+            assert time.monotonic() - started < SLACK
         finally:
             server.resume()
         fresh.close()
@@ -343,7 +346,7 @@ def test_the_async_guard_fails_closed_within_the_timeout_on_a_server_that_does_n
             await guard.aclose()
 
     message, waited, after = asyncio.run(run())
-    assert (message, waited < 1.5, after) == (
+    assert (message, waited < SLACK, after) == (
         "PostgreSQL did not record the claim (no answer within 0.5 s)",
         True,
         True,
