@@ -279,12 +279,14 @@ BAD_GUARDS = {
     ),
     "relative sqlite path": (
         "sqlite:///claims.db",
-        "ValueError: REQUESTSTATE_GUARD must name the SQLite file by its absolute path, after four slashes: "
+        "ValueError: REQUESTSTATE_GUARD: the guard URL must name the SQLite file by its absolute path, "
+        "after four slashes: "
         "sqlite:////var/lib/app/claims.db (workers may not share a working directory)",
     ),
     "unknown option": (
         "redis://:hunter2@127.0.0.1:6390/0?fail_open=true",
-        "ValueError: REQUESTSTATE_GUARD may carry the options ?namespace= and ?timeout=, each once; "
+        "ValueError: REQUESTSTATE_GUARD: the guard URL may carry the options ?namespace=, ?timeout=, "
+        "?clock_skew=, each once; "
         "its query has another",
     ),
 }

@@ -34,6 +34,20 @@ except ImportError as missing:  # the extra is not installed, or the host has no
         name=missing.name,
     ) from missing
 
-from ._guards import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, MAX_CONNECTIONS, AsyncPostgresGuard, PostgresGuard
+from ._guards import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_TIMEOUT,
+    MAX_CONNECTIONS,
+    SCHEMES,
+    AsyncPostgresGuard,
+    PostgresGuard,
+)
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "MAX_CONNECTIONS", "AsyncPostgresGuard", "PostgresGuard"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "SCHEMES",
+    "AsyncPostgresGuard",
+    "PostgresGuard",
+]

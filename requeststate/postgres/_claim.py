@@ -21,7 +21,9 @@ the three, where the first claim finds them missing), in the call's own transact
   UPDATE ... WHERE`` the marker names another memory; the second waits for the first's commit,
   finds the marker of this memory, changes nothing, and reads it (a statement of its own, so a
   new snapshot). One marker, dated once;
-- pruning skips the rows another claim is pruning (``FOR UPDATE SKIP LOCKED``), at most
+- pruning goes by the earlier of the verifier's clock and the server's (a verifier whose clock
+  runs far ahead cannot prune claims whose tokens still verify elsewhere), and skips the rows
+  another claim is pruning (``FOR UPDATE SKIP LOCKED``), at most
   100 of the oldest (each claim adds one), found by the expiry index and deleted by their
   row addresses (a ``(namespace, member) IN (...)`` was planned as a scan of the whole table):
   claims never wait on each other's pruning, and never scan the table.
@@ -78,6 +80,7 @@ DECLARE
         || ':' || pg_relation_filenode('requeststate_claims')::text
         || CASE WHEN current_setting('fsync') = 'off'
             THEN ':' || pg_postmaster_start_time()::text ELSE '' END;
+    server_now bigint := floor(extract(epoch FROM clock_timestamp()))::bigint;
     kept record;
 BEGIN
     IF current_setting('synchronous_commit') = 'off' THEN
@@ -92,7 +95,7 @@ BEGIN
     ELSE
         INSERT INTO requeststate_markers AS m (namespace, memory, since, terms)
         VALUES (claim_namespace, held_by,
-                greatest(claim_now, floor(extract(epoch FROM clock_timestamp()))::bigint), claim_terms)
+                greatest(claim_now, server_now), claim_terms)
         ON CONFLICT (namespace) DO UPDATE
             SET memory = excluded.memory, since = excluded.since, terms = excluded.terms
             WHERE m.memory <> excluded.memory
@@ -109,7 +112,8 @@ BEGIN
     END IF;
     DELETE FROM requeststate_claims WHERE ctid = ANY(ARRAY(
         SELECT p.ctid FROM requeststate_claims p
-        WHERE p.namespace = claim_namespace AND p.expires < claim_prune_before
+        WHERE p.namespace = claim_namespace
+            AND p.expires < claim_prune_before - greatest(0, claim_now - server_now)
         ORDER BY p.expires LIMIT 100 FOR UPDATE SKIP LOCKED));
     IF claim_member = '' THEN
         status := 'marked';

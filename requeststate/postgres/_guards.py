@@ -9,18 +9,24 @@ import threading
 import time
 from collections.abc import Generator
 from typing import Any, Final, Generic, Self, TypeVar, final
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from requeststate import DEFAULT_CLOCK_SKEW, GuardUnavailable
-from requeststate._seam import Answer, Claim, Ledger, check_seconds
+from requeststate._seam import ENCODE_HINT, Answer, Claim, Ledger, check_guard_timeout, split_guard_url
 
 from ._claim import Refused, Wait, arguments, claim_steps
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "MAX_CONNECTIONS", "AsyncPostgresGuard", "PostgresGuard"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "SCHEMES",
+    "AsyncPostgresGuard",
+    "PostgresGuard",
+]
 
 DEFAULT_NAMESPACE: Final = "requeststate"
 """The namespace of a guard's claims in the tables, unless ``namespace=`` says otherwise."""
@@ -31,11 +37,8 @@ a SCRAM exchange), and its commit waits for the WAL to reach the disk (and a syn
 MAX_CONNECTIONS: Final = 8
 """The most connections a guard's pool opens at once (one is opened at the first claim)."""
 
-_SCHEMES: Final = ("postgresql", "postgres")
-_URL_OPTIONS: Final = ("namespace", "timeout", "clock_skew")
-# A URL's text never reaches a message: a password may be in it, or, when it is not
-# percent-encoded, in any part of it.
-_ENCODE_HINT: Final = "(a password with '/', '?', '#', '@' or ':' in it must be percent-encoded)"
+SCHEMES: Final = ("postgresql", "postgres")
+"""The schemes of its URL: ``postgresql://user@host:port/dbname`` (``postgres://`` too)."""
 
 
 class _NoAnswer(Exception):
@@ -44,41 +47,6 @@ class _NoAnswer(Exception):
 
 _ERRORS: Final = (psycopg.Error, Refused, _NoAnswer, OSError)
 """What a claim can meet on its way, each of which refuses it (psycopg_pool's errors are psycopg's)."""
-
-
-def url_options(url: str) -> tuple[str, dict[str, Any]]:
-    """``from_url``'s URL without its query, and the guard's options the query carries.
-
-    Raises:
-        ValueError: another scheme, a query option no guard takes (or one twice), a value that
-            is not one, or a URL a raw password broke; never any part of the URL.
-    """
-    if not isinstance(url, str):
-        raise TypeError(f"url must be a str, not {type(url).__name__}")
-    try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 (read to check it)
-    except ValueError:
-        raise ValueError(f"the URL's address is not host:port {_ENCODE_HINT}") from None
-    if parts.scheme not in _SCHEMES:
-        raise ValueError("the URL must be postgresql://user@host:port/dbname (or postgres://)")
-    if parts.fragment or "/" in parts.path[1:]:
-        raise ValueError(f"the URL must end in the database's name, /dbname {_ENCODE_HINT}")
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    names = [name for name, _ in pairs]
-    if not set(names) <= set(_URL_OPTIONS) or len(set(names)) != len(names):
-        raise ValueError("the URL may carry the options ?namespace=, ?timeout= and ?clock_skew=, each once")
-    options: dict[str, Any] = dict(pairs)
-    try:
-        if "timeout" in options:
-            options["timeout"] = float(options["timeout"])
-        if "clock_skew" in options:
-            options["clock_skew"] = int(options["clock_skew"])
-    except ValueError:
-        raise ValueError(
-            "the URL's ?timeout= must be seconds (0.5), its ?clock_skew= whole seconds (5)"
-        ) from None
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), options
 
 
 PoolT = TypeVar("PoolT", ConnectionPool, AsyncConnectionPool)
@@ -105,12 +73,12 @@ class _PostgresGuardBase(Generic[PoolT]):
         except psycopg.Error:  # its message may quote the string, password and all
             raise ValueError(
                 "conninfo_or_url must be a libpq connection string (host=... dbname=...) or a "
-                f"postgresql:// URL {_ENCODE_HINT}"
+                f"postgresql:// URL {ENCODE_HINT}"
             ) from None
         self._ledger: Final = Ledger(
             namespace, clock_skew, log="requeststate.postgres", describe="PostgreSQL"
         )
-        self._timeout: Final = check_seconds("timeout", timeout)
+        self._timeout: Final = check_guard_timeout(timeout)
         self._conninfo: Final = conninfo_or_url
         # libpq's connect_timeout counts whole seconds, 2 at least; the pool's wait bounds a claim's.
         self._connect_timeout: Final = given.get("connect_timeout", max(2, math.ceil(self._timeout)))
@@ -118,18 +86,33 @@ class _PostgresGuardBase(Generic[PoolT]):
         self._open: PoolT | None = None  # opened at the first claim
 
     @classmethod
-    def from_url(cls, url: str) -> Self:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        namespace: str | None = None,
+        timeout: float | None = None,
+        clock_skew: int | None = None,
+    ) -> Self:
         """A guard from ``postgresql://user:password@host:port/dbname`` (or ``postgres://``).
 
-        The query may carry ``?namespace=``, ``?timeout=`` (seconds) and ``?clock_skew=``
-        (whole seconds), each once, and nothing else; a password with ``/``, ``?``, ``#``,
-        ``@`` or ``:`` in it must be percent-encoded.
+        The options (``namespace``, ``timeout``, ``clock_skew``) are the constructor's, in the
+        URL's query (``?timeout=2``) or by keyword, each once; the query carries nothing else
+        (libpq's own options go in a connection string, to the constructor). A password with
+        ``/``, ``?``, ``#``, ``@`` or ``:`` in it must be percent-encoded.
 
         Raises:
-            ValueError: a URL that is none of these; no message quotes any part of it.
+            TypeError, ValueError: a URL of another form, or a bad option; never naming a part of it.
         """
-        address, options = url_options(url)
-        return cls(address, **options)
+        given = {"namespace": namespace, "timeout": timeout, "clock_skew": clock_skew}
+        parts, settings = split_guard_url(url, SCHEMES, given)
+        try:
+            parts.port  # noqa: B018 (read to check it)
+        except ValueError:
+            raise ValueError(f"the guard URL's address is not host:port {ENCODE_HINT}") from None
+        if "/" in parts.path[1:]:
+            raise ValueError(f"the guard URL must end in the database's name, /dbname {ENCODE_HINT}")
+        return cls(parts.geturl(), **settings)  # type: ignore[arg-type]  # each option checked by the constructor
 
     @property
     def namespace(self) -> str:
@@ -174,13 +157,17 @@ class _PostgresGuardBase(Generic[PoolT]):
         """The server's own bound on a claim (a lock it waits on, say), as ``statement_timeout``."""
         return f"{math.ceil(self._timeout * 1000)}ms"
 
-    def _prepare(self, token_id: str, expires_at: int, now: int) -> tuple[Claim, list[bytes | None]]:
+    def _prepare(self, token_id: str, expires_at: int, now: int) -> tuple[Claim, list[bytes | None]] | None:
+        """The claim of ``token_id`` and the function's arguments; ``None`` for a replay the ledger
+        remembers (refused without a round trip)."""
         claim = self._ledger.prepare(token_id, expires_at, now)
-        return claim, arguments(self.namespace, claim, self._ledger.terms)
+        if self._ledger.answered_before(claim):
+            return None
+        return claim, arguments(self.namespace, claim, claim.terms)
 
     def _mark(self, now: int | None) -> list[bytes | None]:
         claim = self._ledger.mark(int(time.time()) if now is None else now)
-        return arguments(self.namespace, claim, self._ledger.terms)
+        return arguments(self.namespace, claim, claim.terms)
 
     def _read(self, reply: tuple[object, ...]) -> Answer:
         return self._ledger.read(*reply)
@@ -235,7 +222,10 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
                 or its id does not tell when; or the namespace's verifiers use other terms.
             ValueError: ``expires_at`` is before ``now``.
         """
-        claim, args = self._prepare(token_id, expires_at, now)
+        prepared = self._prepare(token_id, expires_at, now)
+        if prepared is None:
+            return False
+        claim, args = prepared
         return self._ledger.settle(claim, self._run(args, "the claim"))
 
     def begin(self, now: int | None = None) -> int:
@@ -299,7 +289,10 @@ class AsyncPostgresGuard(_PostgresGuardBase[AsyncConnectionPool]):
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``PostgresGuard.claim``."""
-        claim, args = self._prepare(token_id, expires_at, now)
+        prepared = self._prepare(token_id, expires_at, now)
+        if prepared is None:
+            return False
+        claim, args = prepared
         return self._ledger.settle(claim, await self._run(args, "the claim"))
 
     async def begin(self, now: int | None = None) -> int:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from scripts.redis_servers import free_loopback_port as free_port
 
@@ -15,13 +16,23 @@ __all__ = ["free_port", "serving"]
 
 
 @contextmanager
-def serving(argv: Sequence[str], port: int, env: Mapping[str, str], cwd: Path) -> Iterator[str]:
-    """Run ``argv`` (a server listening on ``port``) until the block ends; yield its MCP URL."""
+def serving(
+    argv: Sequence[str], port: int, env: Mapping[str, str], cwd: Path, *, stderr: IO[str] | None = None
+) -> Iterator[str]:
+    """Run ``argv`` (a server listening on ``port``) until the block ends; yield its MCP URL.
+
+    Its stderr goes to ``stderr`` (a file the test reads once the server stopped), else nowhere.
+    """
     server = subprocess.Popen(
-        list(argv), env=dict(env), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        list(argv),
+        env=dict(env),
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if stderr is None else stderr,
     )
     try:
-        deadline = time.monotonic() + 30
+        # 60 s: two uvicorn workers that wait out clock_skew took over 30 s to start on 2 loaded cores.
+        deadline = time.monotonic() + 60
         while True:
             assert server.poll() is None, f"{argv[-3:]} exited"
             assert time.monotonic() < deadline, f"{argv[-3:]} did not start"
