@@ -141,6 +141,16 @@ def sqlite_store(tmp_path: Path, flavour: str) -> Store:
     return Store(f"sqlite-{flavour}", build, forget, silent)
 
 
+@contextlib.contextmanager
+def unanswered_port() -> Iterator[int]:
+    """A loopback port whose listening socket nobody serves: the kernel completes the handshake,
+    and nothing ever answers (a store "slow" forever)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
+
+
 def redis_store(url: str, flavour: str, flush: Callable[[], None], name: str) -> Store:
     namespace = f"contract-{uuid.uuid4().hex}"
 
@@ -153,11 +163,8 @@ def redis_store(url: str, flavour: str, flush: Callable[[], None], name: str) ->
 
     @contextlib.contextmanager
     def silent() -> Iterator[Any]:
-        # The kernel completes the handshake for a listening socket nobody serves: Redis "slow" forever.
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(8)
-            silent_url = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+        with unanswered_port() as port:
+            silent_url = f"redis://127.0.0.1:{port}/0"
             guard = (RedisGuard if flavour == "sync" else AsyncRedisGuard).from_url(silent_url, timeout=0.2)
             claimer = guard if flavour == "sync" else OnALoop(guard)
             yield claimer
@@ -183,11 +190,8 @@ def postgres_store(server: postgres_server.Server, flavour: str) -> Store:
 
     @contextlib.contextmanager
     def silent() -> Iterator[Any]:
-        # The kernel completes the handshake for a listening socket nobody serves: no answer, ever.
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(8)
-            silent_url = f"postgresql://guard@127.0.0.1:{listener.getsockname()[1]}/app"
+        with unanswered_port() as port:
+            silent_url = f"postgresql://guard@127.0.0.1:{port}/app"
             guard = (PostgresGuard if flavour == "sync" else AsyncPostgresGuard).from_url(
                 silent_url, timeout=0.2
             )

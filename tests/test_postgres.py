@@ -1,8 +1,10 @@
-"""PostgresGuard and AsyncPostgresGuard on real PostgreSQL servers: single use, its races, and each loss.
+"""PostgresGuard and AsyncPostgresGuard on real PostgreSQL servers: what is PostgreSQL's own.
 
-Every test builds its guards with ``guards`` (a fresh namespace on the module's primary), so that
-a contract suite shared by every store can take these tests over as they are. The failover tests
-start servers of their own: a streaming standby, a base backup, a new cluster.
+What every store does (first claim wins, racing claims, pruning, begin(), terms, a silent store,
+the options) is tests/test_guard_contract.py's, which runs it on PostgreSQL too. Here: the races
+on a database with no tables yet, pruning by the index, timeouts on a stopped server, URLs and
+passwords, and each loss PostgreSQL can show (a promoted standby, point-in-time recovery, a new
+cluster, a recreated database or table); the failover tests start servers of their own.
 """
 
 from __future__ import annotations
@@ -90,49 +92,10 @@ def began(guard: PostgresGuard) -> PostgresGuard:
 # --- single use --------------------------------------------------------------------------------------
 
 
-def test_first_claim_wins_and_the_second_is_a_replay(guards: Build) -> None:
-    guard = began(guards())
-    token_id = dated()
-    assert [guard.claim(token_id, EXPIRES, NOW), guard.claim(token_id, EXPIRES, NOW + 1)] == [True, False]
-
-
-def test_a_claim_is_a_replay_for_every_other_guard_of_the_namespace(guards: Build) -> None:
-    token_id = dated()
-    assert began(guards()).claim(token_id, EXPIRES, NOW) is True
-    assert guards().claim(token_id, EXPIRES, NOW) is False
-
-
 def test_namespaces_do_not_share_claims(guards: Build) -> None:
     token_id = dated()
     assert began(guards()).claim(token_id, EXPIRES, NOW) is True
     assert began(guards(namespace="another-app")).claim(token_id, EXPIRES, NOW) is True
-
-
-def test_the_async_guard_claims_once_and_refuses_the_replay(primary: Server, namespace: str) -> None:
-    async def run() -> list[bool]:
-        guard = AsyncPostgresGuard(primary.url(), namespace=namespace)
-        try:
-            await guard.begin(NOW - 60)
-            token_id = dated()
-            return [await guard.claim(token_id, EXPIRES, NOW), await guard.claim(token_id, EXPIRES, NOW)]
-        finally:
-            await guard.aclose()
-
-    assert asyncio.run(run()) == [True, False]
-
-
-def test_exactly_one_of_many_racing_threads_wins_each_id(guards: Build) -> None:
-    guard = began(guards(timeout=10))
-    ids = [dated() for _ in range(40)]
-    start = threading.Barrier(8)
-
-    def claim_all(order: list[str]) -> list[str]:
-        start.wait(timeout=30)
-        return [token_id for token_id in order if guard.claim(token_id, EXPIRES, NOW)]
-
-    with ThreadPoolExecutor(8) as pool:
-        won = [*pool.map(claim_all, [ids if index % 2 else ids[::-1] for index in range(8)])]
-    assert sorted(token_id for winner in won for token_id in winner) == sorted(ids)
 
 
 def test_exactly_one_of_many_racing_async_claims_wins_each_id(primary: Server, namespace: str) -> None:
@@ -208,19 +171,6 @@ def test_an_undated_id_is_refused(guards: Build) -> None:
 
 
 # --- terms ------------------------------------------------------------------------------------------------
-
-
-def test_a_verifier_with_another_clock_skew_is_refused_naming_both(guards: Build) -> None:
-    began(guards())
-    other = guards(clock_skew=0)
-    expected = (
-        "the namespace's verifiers use clock_skew=5;leeway=0, this one clock_skew=0;leeway=0: every verifier "
-        "of a namespace must use the same clock_skew and leeway (or another namespace), or a claim one "
-        "prunes another would accept again"
-    )
-    assert outcome(other, dated()) == f"unavailable: {expected}"
-    with pytest.raises(rs.GuardUnavailable, match=re.escape(expected)):
-        other.begin(NOW)
 
 
 def test_a_verifier_with_another_leeway_prunes_nothing_and_claims_nothing(
