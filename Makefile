@@ -7,9 +7,9 @@
 # (PYTHON=), which .venv is then made from; uv never downloads a Python (pyproject.toml).
 # Every tool runs from .venv, never from a Python that happens to be on PATH, and reads its
 # options from its own configuration (pyproject.toml, mkdocs.yml), not from here.
-# The Redis tests need redis-server: make test installs Debian's package when
-# it is missing, saying so first (make test NO_SYSTEM_PACKAGES=1 installs nothing
-# and skips those tests, loudly).
+# The Redis tests need redis-server, and the PostgreSQL tests a PostgreSQL server: make test
+# installs Debian's redis-server and postgresql when missing, saying so first (make test
+# NO_SYSTEM_PACKAGES=1 installs nothing and skips those tests, loudly).
 PYTHON ?= python3
 PY := .venv/bin/python
 UV_VERSION := $(shell sed -n 's/^required-version = "==\(.*\)"$$/\1/p' pyproject.toml)
@@ -32,6 +32,7 @@ demo: $(UV)
 test: $(UV)
 	$(SYNC) $(DEV)
 	sh scripts/redis-test-server.sh
+	sh scripts/postgres-test-server.sh
 	$(MAKE) --no-print-directory lint
 	$(PY) -m pytest --cov
 	$(MAKE) --no-print-directory docs
@@ -66,6 +67,7 @@ PYENV_BINS := $(subst $(space),:,$(wildcard $(PYENV_ROOT)/versions/3.1[123].*/bi
 matrix: $(UV)
 	$(SYNC) --inexact --group matrix
 	sh scripts/redis-test-server.sh
+	sh scripts/postgres-test-server.sh
 	PATH="$(PYENV_BINS):$$PATH" UV="$(abspath $(UV))" $(PY) -m nox $(NOX_ARGS)
 
 # Single use under random faults on real redis-servers (scripts/nemesis.py); make matrix runs it too.

@@ -55,7 +55,9 @@ def tests(session: nox.Session) -> None:
 def lowest(session: nox.Session) -> None:
     """The suite with every declared dependency (the package's, the extras', the tests') at its lowest."""
     # One resolution: the OpenTelemetry SDK the tests read counters with pins the API it goes with.
-    session.install("--resolution", "lowest-direct", "-e", ".[mcp,fastmcp,redis,otel]", "--group", "test")
+    session.install(
+        "--resolution", "lowest-direct", "-e", ".[mcp,fastmcp,redis,postgres,otel]", "--group", "test"
+    )
     session.run("python", "-m", "pytest", *session.posargs)
 
 

@@ -43,19 +43,22 @@ class _Store(NamedTuple):
 
 _REDIS: Final = _Store("requeststate.redis", "RedisGuard", "AsyncRedisGuard")
 _SQLITE: Final = _Store("requeststate.sqlite", "SQLiteGuard", "AsyncSQLiteGuard")
+_POSTGRES: Final = _Store("requeststate.postgres", "PostgresGuard", "AsyncPostgresGuard")
 _STORES: Final = {
     "redis": _REDIS,
     "rediss": _REDIS,
     "redis+cluster": _REDIS,
     "rediss+cluster": _REDIS,
     "sqlite": _SQLITE,
+    "postgresql": _POSTGRES,
+    "postgres": _POSTGRES,
 }
 """Each scheme, and the store it names."""
 _MEMORY: Final = "memory"
 
 GUARD_URLS: Final = (
     "memory, redis://host:port/db, rediss://host:port/db, redis+cluster://host:port, "
-    "rediss+cluster://host:port, or sqlite:////absolute/path.db"
+    "rediss+cluster://host:port, sqlite:////absolute/path.db, or postgresql://user@host:port/dbname"
 )
 """The URLs a guard is built from, as an error lists them."""
 # A URL's text never reaches a message: a password may be in it, or, when it is not
@@ -76,7 +79,9 @@ def guard_from_url(url: str, *, asyncio: bool = False) -> Guard | AsyncGuard:
       Cluster, from the address of any of its nodes;
     - ``sqlite:////absolute/path.db`` (four slashes: the path is absolute, as workers may not
       share a working directory): ``requeststate.sqlite.SQLiteGuard``, one file shared by
-      every process of one host.
+      every process of one host;
+    - ``postgresql://user@host:port/dbname`` (or ``postgres://``):
+      ``requeststate.postgres.PostgresGuard``, one database shared by every host.
 
     Every store's URL takes the same options in its query, each with the store's own
     default: ``?namespace=NAME``, ``?timeout=SECONDS`` (how long a claim waits for the store)

@@ -99,7 +99,11 @@ def check_metadata() -> None:
 
 
 def check_extras_name_their_install() -> None:
-    for module, extra in (("requeststate.redis", "redis"), ("requeststate.mcp", "mcp")):
+    for module, extra in (
+        ("requeststate.redis", "redis"),
+        ("requeststate.postgres", "postgres"),
+        ("requeststate.mcp", "mcp"),
+    ):
         message = f"{module} imported without its extra installed"
         try:
             __import__(module)

@@ -26,6 +26,17 @@ def test_requeststate_redis_without_redis_py_names_the_extra(missing: str) -> No
     )
 
 
+@pytest.mark.parametrize("missing", ["psycopg", "psycopg_pool"])
+def test_requeststate_postgres_without_psycopg_names_the_extra_and_libpq(missing: str) -> None:
+    done = import_without("requeststate.postgres", missing)
+    assert done.returncode == 1
+    assert (
+        "ImportError: requeststate.postgres needs the postgres extra (pip install 'requeststate[postgres]') "
+        "and libpq on the host (Debian: apt-get install libpq5), or psycopg's own: pip install "
+        "'psycopg[binary]'" in done.stderr
+    )
+
+
 @pytest.mark.parametrize("missing", ["mcp", "mcp_types"])
 def test_requeststate_mcp_without_the_sdk_names_the_extra(missing: str) -> None:
     done = import_without("requeststate.mcp", missing)

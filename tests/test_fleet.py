@@ -3,7 +3,8 @@
 Two server processes share ``REQUESTSTATE_KEYS`` and ``REQUESTSTATE_GUARD``, as two workers or
 replicas do, each on a brand-new store: the first flow after start completes, a token redeemed on
 one is refused on the other, a paused Redis answers -32603, and a bad or unreachable guard stops
-the start, saying why. The store is a parameter (``STORES``): a Redis, and a SQLite file.
+the start, saying why. The store is a parameter (``STORES``): a Redis, a SQLite file, and a
+namespace of its own in a PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -38,7 +39,7 @@ from mcp_types import (
 import requeststate as rs
 from requeststate.mcp import INVALID_MESSAGE, UNCHECKED_MESSAGE
 from tests.conftest import SECRET
-from tests.support import redis_server
+from tests.support import postgres_server, redis_server
 from tests.support.processes import free_port, serving
 from tests.support.reference import b64
 
@@ -59,10 +60,20 @@ def redis() -> Iterator[redis_server.Server]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[postgres_server.Server]:
+    """A PostgreSQL primary for the module: each test's store is a namespace of its own in it."""
+    with postgres_server.servers_or_skip() as servers:
+        yield servers.primary()
+
+
 # The stores a fleet shares, each a URL of a brand-new store.
 STORES: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     "redis": lambda request, tmp_path: request.getfixturevalue("redis").url,
     "sqlite": lambda request, tmp_path: f"sqlite:///{tmp_path}/claims.db",
+    "postgres": lambda request, tmp_path: (
+        f"{request.getfixturevalue('postgres').url()}?namespace={tmp_path.name}"
+    ),
 }
 
 
@@ -206,21 +217,41 @@ async def test_over_stdio_a_token_redeemed_on_one_process_is_refused_on_the_othe
     assert await bounded(run) == [BOOKED, (INVALID_PARAMS, INVALID_MESSAGE)]
 
 
+class Pausable(Protocol):
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+
+
+# The stores a test can pause (every process of the server stopped), and a guard's URL of each.
+PAUSABLE: dict[str, Callable[[pytest.FixtureRequest, Path], tuple[Pausable, str]]] = {
+    "redis": lambda request, tmp_path: (
+        request.getfixturevalue("redis"),
+        request.getfixturevalue("redis").url,
+    ),
+    "postgres": lambda request, tmp_path: (
+        request.getfixturevalue("postgres"),
+        f"{request.getfixturevalue('postgres').url()}?namespace={tmp_path.name}&timeout=0.5",
+    ),
+}
+
+
+@pytest.mark.parametrize("store", sorted(PAUSABLE))
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_paused_redis_answers_internal_error_not_a_refusal(
-    kind: str, redis: redis_server.Server
+async def test_a_paused_store_answers_internal_error_not_a_refusal(
+    kind: str, store: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     # Before: -32602, as for a forgery, and a client could not know that a retry might work.
-    with http_workers(kind, redis.url, count=1) as (url,):
+    server, url = PAUSABLE[store](request, tmp_path)
+    with http_workers(kind, url, count=1) as (worker,):
 
         async def run() -> object:
-            async with over_http(url) as client:
+            async with over_http(worker) as client:
                 token = await first_round(client)
-                redis.pause()
+                server.pause()
                 try:
                     return await redeem(client, token)
                 finally:
-                    redis.resume()
+                    server.resume()
 
         assert await bounded(run) == (INTERNAL_ERROR, UNCHECKED_MESSAGE)
 
@@ -243,8 +274,8 @@ BAD_GUARDS = {
     "unknown scheme": (
         "memcached://127.0.0.1:11211",
         "ValueError: REQUESTSTATE_GUARD must be memory, redis://host:port/db, rediss://host:port/db, "
-        "redis+cluster://host:port, rediss+cluster://host:port, or sqlite:////absolute/path.db: "
-        "its scheme is none of these",
+        "redis+cluster://host:port, rediss+cluster://host:port, sqlite:////absolute/path.db, or "
+        "postgresql://user@host:port/dbname: its scheme is none of these",
     ),
     "relative sqlite path": (
         "sqlite:///claims.db",
@@ -267,6 +298,19 @@ def test_a_bad_guard_stops_the_start_naming_the_variable(kind: str, bad: str) ->
     guard, line = BAD_GUARDS[bad]
     done = started(kind, guard)
     assert (done.returncode, done.stderr.splitlines()[-1]) == (1, line)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_unreachable_postgres_stops_the_start_and_shows_no_password(kind: str) -> None:
+    done = started(kind, f"postgresql://guard:hunter2@127.0.0.1:{free_port()}/app?timeout=0.5")
+    assert done.returncode == 1
+    assert (
+        "requeststate.GuardUnavailable: the replay guard did not begin, so the server does not start: "
+        "PostgreSQL did not record when its memory began (PoolTimeout): couldn't get a connection after "
+        "0.50 sec"
+    ) in done.stderr
+    assert "requeststate._" not in done.stderr
+    assert "hunter2" not in done.stderr
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -26,10 +26,11 @@ from typing import Any
 import pytest
 
 import requeststate as rs
+from requeststate.postgres import AsyncPostgresGuard, PostgresGuard
 from requeststate.redis import AsyncRedisGuard, RedisGuard
 from requeststate.sqlite import AsyncSQLiteGuard, SQLiteGuard
 from scripts.redis_servers import Server, running_cluster
-from tests.support import redis_server
+from tests.support import postgres_server, redis_server
 
 KEYS = secrets.token_bytes(32)
 
@@ -86,6 +87,12 @@ def redis_server_running() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
+def postgres_running() -> Iterator[postgres_server.Server]:
+    with postgres_server.servers_or_skip() as servers:
+        yield servers.primary()
+
+
+@pytest.fixture(scope="module")
 def cluster_url() -> Iterator[str]:
     with redis_server.or_skip(running_cluster(masters=3)) as cluster:
         yield redis_server.cluster_url(cluster).replace("redis://", "redis+cluster://")
@@ -134,6 +141,16 @@ def sqlite_store(tmp_path: Path, flavour: str) -> Store:
     return Store(f"sqlite-{flavour}", build, forget, silent)
 
 
+@contextlib.contextmanager
+def unanswered_port() -> Iterator[int]:
+    """A loopback port whose listening socket nobody serves: the kernel completes the handshake,
+    and nothing ever answers (a store "slow" forever)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
+
+
 def redis_store(url: str, flavour: str, flush: Callable[[], None], name: str) -> Store:
     namespace = f"contract-{uuid.uuid4().hex}"
 
@@ -146,11 +163,8 @@ def redis_store(url: str, flavour: str, flush: Callable[[], None], name: str) ->
 
     @contextlib.contextmanager
     def silent() -> Iterator[Any]:
-        # The kernel completes the handshake for a listening socket nobody serves: Redis "slow" forever.
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(8)
-            silent_url = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+        with unanswered_port() as port:
+            silent_url = f"redis://127.0.0.1:{port}/0"
             guard = (RedisGuard if flavour == "sync" else AsyncRedisGuard).from_url(silent_url, timeout=0.2)
             claimer = guard if flavour == "sync" else OnALoop(guard)
             yield claimer
@@ -161,6 +175,33 @@ def redis_store(url: str, flavour: str, flush: Callable[[], None], name: str) ->
     return Store(name, build, flush, None if "+cluster" in url else silent)
 
 
+def postgres_store(server: postgres_server.Server, flavour: str) -> Store:
+    namespace = f"contract-{uuid.uuid4().hex}"
+
+    def build(**options: Any) -> Any:
+        options.setdefault("namespace", namespace)
+        options.setdefault("timeout", 5.0)  # a loaded 2-core machine can hold a commit back past 1 s
+        if flavour == "sync":
+            return PostgresGuard.from_url(server.url(), **options)
+        return OnALoop(AsyncPostgresGuard.from_url(server.url(), **options))
+
+    def forget() -> None:  # the tables dropped: the marker goes with them
+        server.execute("DROP TABLE IF EXISTS requeststate_claims, requeststate_markers")
+
+    @contextlib.contextmanager
+    def silent() -> Iterator[Any]:
+        with unanswered_port() as port:
+            silent_url = f"postgresql://guard@127.0.0.1:{port}/app"
+            guard = (PostgresGuard if flavour == "sync" else AsyncPostgresGuard).from_url(
+                silent_url, timeout=0.2
+            )
+            claimer = guard if flavour == "sync" else OnALoop(guard)
+            yield claimer
+            close(claimer)
+
+    return Store(f"postgres-{flavour}", build, forget, silent)
+
+
 STORES = [
     "memory",
     "sqlite-sync",
@@ -169,6 +210,8 @@ STORES = [
     "redis-async",
     "cluster-sync",
     "cluster-async",
+    "postgres-sync",
+    "postgres-async",
 ]
 
 
@@ -180,6 +223,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     kind, flavour = name.split("-")
     if kind == "sqlite":
         return sqlite_store(tmp_path, flavour)
+    if kind == "postgres":
+        return postgres_store(request.getfixturevalue("postgres_running"), flavour)
     if kind == "redis":
         server: Server = request.getfixturevalue("redis_server_running")
         return redis_store(server.url, flavour, lambda: server.execute("FLUSHALL"), name)

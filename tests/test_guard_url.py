@@ -30,7 +30,7 @@ from .conftest import SECRET
 PASSWORD = "hunter2-s3cret"
 ACCEPTED = (
     "memory, redis://host:port/db, rediss://host:port/db, redis+cluster://host:port, "
-    "rediss+cluster://host:port, or sqlite:////absolute/path.db"
+    "rediss+cluster://host:port, sqlite:////absolute/path.db, or postgresql://user@host:port/dbname"
 )
 OPTIONS = (
     "REQUESTSTATE_GUARD: the guard URL may carry the options ?namespace=, ?timeout=, ?clock_skew=, each "

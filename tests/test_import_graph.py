@@ -11,7 +11,7 @@ import pytest
 import requeststate
 
 PACKAGE = Path(requeststate.__file__).parent
-INTEGRATIONS = ("mcp", "redis", "sqlite", "probe", "bench", "cli", "pytest_plugin")
+INTEGRATIONS = ("mcp", "redis", "sqlite", "postgres", "probe", "bench", "cli", "pytest_plugin")
 GUARD_URL = "requeststate._guard_url"
 SEAM = "requeststate._seam"
 
@@ -119,5 +119,5 @@ def test_the_core_imports_by_name_only_in_guard_from_url() -> None:
 
 
 def test_guard_from_url_names_only_the_stores_integrations() -> None:
-    assert named_modules(GUARD_URL) == {"requeststate.redis", "requeststate.sqlite"}
-    assert {integration_of(module) for module in named_modules(GUARD_URL)} == {"redis", "sqlite"}
+    assert named_modules(GUARD_URL) == {"requeststate.redis", "requeststate.sqlite", "requeststate.postgres"}
+    assert {integration_of(module) for module in named_modules(GUARD_URL)} == {"redis", "sqlite", "postgres"}
