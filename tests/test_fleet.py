@@ -155,8 +155,7 @@ class Fleet:
     """The first flow after the start: minted by ``workers``, redeemed on ``worker``, replayed on both."""
 
 
-async def first_flow(fleet: list[str]) -> list[object]:
-    workers, worker = fleet
+async def first_flow(workers: str, worker: str) -> list[object]:
     async with over_http(workers) as many, over_http(worker) as one:
         token = await first_round(many)
         return [
@@ -178,10 +177,10 @@ def fleets(
             if (kind, store) not in started:
                 guard = new_store(request, store, tmp_path_factory.mktemp("fleet"))
                 servers = [uvicorn(kind, free_port(), "--workers", "2"), uvicorn(kind, free_port())]
-                urls = stack.enter_context(serving_all(servers, environment(guard), ROOT))
+                workers, worker = stack.enter_context(serving_all(servers, environment(guard), ROOT))
                 # Right after the start, before any test uses it: the first flow, on the new store.
-                flow = anyio.run(bounded, lambda: first_flow(urls))
-                started[kind, store] = Fleet(*urls, first_flow=flow)
+                flow = anyio.run(bounded, lambda: first_flow(workers, worker))
+                started[kind, store] = Fleet(workers, worker, flow)
             return started[kind, store]
 
         yield fleet
