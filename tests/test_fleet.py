@@ -46,8 +46,7 @@ from tests.support import redis_server
 from tests.support.processes import free_port, serving_all
 from tests.support.reference import b64
 
-# One xdist worker runs the module (pyproject.toml: --dist loadgroup), so each fleet starts once.
-pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("fleet")]
+pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = {"sdk": "examples.fleet_server", "fastmcp": "examples.fleet_fastmcp"}
@@ -169,7 +168,10 @@ async def first_flow(workers: str, worker: str) -> list[object]:
 def fleets(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[[str, str], Fleet]]:
-    """The fleet of a kind on a store, started on first use and kept for the module's tests."""
+    """The fleet of a kind on a store, started on first use and kept for the module's tests.
+
+    Per xdist worker: where the module's tests are split over two, a fleet may start on each.
+    """
     with ExitStack() as stack:
         started: dict[tuple[str, str], Fleet] = {}
 
