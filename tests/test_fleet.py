@@ -51,7 +51,8 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = {"sdk": "examples.fleet_server", "fastmcp": "examples.fleet_fastmcp"}
 KINDS = sorted(SERVERS)
-TIMEOUT = 30
+# A bound on a hang: flows over processes that start (and import the MCP SDK) on a loaded machine.
+TIMEOUT = 60
 DATE: dict[str, Any] = {"date": ElicitResult(action="accept", content={"date": "2026-12-01"})}
 BOOKED = "booked Ada (for:Ada)"
 
