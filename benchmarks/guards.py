@@ -500,17 +500,17 @@ async def _time_async_claims(guard: Any, setup: str, count: int) -> ClaimRow:
     return _claim_row(setup, ASYNC_CLAIM, seconds, latencies)
 
 
-def _setups() -> dict[str, Callable[[], AbstractContextManager[tuple[str, dict[str, Any]]]]]:
-    # Each setup: a context that starts its servers and yields a URL and the guard options for it.
+def _setups() -> dict[str, Callable[[], AbstractContextManager[str]]]:
+    # Each setup: a context that starts its servers and yields the guard URL for them.
     @contextmanager
-    def standalone() -> Iterator[tuple[str, dict[str, Any]]]:
+    def standalone() -> Iterator[str]:
         with redis_servers.running_server() as server:
-            yield server.url, {}
+            yield server.url
 
     @contextmanager
-    def cluster() -> Iterator[tuple[str, dict[str, Any]]]:
+    def cluster() -> Iterator[str]:
         with redis_servers.running_cluster(masters=3) as running:
-            yield running.url, {"cluster": True}
+            yield running.url.replace("redis://", "redis+cluster://", 1)
 
     return {STANDALONE: standalone, CLUSTER: cluster}
 
@@ -525,9 +525,9 @@ def measure_claims(count: int, *, progress: Callable[[str], None] = lambda line:
     for setup, start in _setups().items():
         progress(f"replay guards: {count:,} claims, sync and async, on {setup}")
         try:
-            with start() as (url, options):
+            with start() as url:
                 guard = RedisGuard.from_url(
-                    url, timeout=_CLAIM_TIMEOUT, namespace="bench-claims", clock_skew=0, **options
+                    url, timeout=_CLAIM_TIMEOUT, namespace="bench-claims", clock_skew=0
                 )
                 _wait_until(guard.begin())
                 try:
@@ -535,7 +535,7 @@ def measure_claims(count: int, *, progress: Callable[[str], None] = lambda line:
                 finally:
                     guard.close()
                 async_guard = AsyncRedisGuard.from_url(
-                    url, timeout=_CLAIM_TIMEOUT, namespace="bench-async-claims", clock_skew=0, **options
+                    url, timeout=_CLAIM_TIMEOUT, namespace="bench-async-claims", clock_skew=0
                 )
                 setup_rows.append(asyncio.run(_time_async_claims(async_guard, setup, count)))
             rows += setup_rows

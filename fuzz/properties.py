@@ -369,7 +369,7 @@ def reference_claims(payload: bytes, guarded: bool) -> tuple[str, int, str, int 
 
 def _memory_guard() -> rs.MemoryGuard:
     # Its memory began before any time a case mints at: it refuses no token for predating it.
-    return rs.MemoryGuard(clock=lambda: INT64_MIN)
+    return rs.MemoryGuard(clock=lambda: INT64_MIN, clock_skew=0)
 
 
 def _expected(case: Case, how: Minted) -> tuple[bool, Any]:

@@ -13,8 +13,9 @@ state = codec.decode(token, subject=user, tool="book")
 
 The module functions ``encode``/``decode``/``verify`` take the same options on
 every call, over a cached ``Codec``; ``Codec.averify``/``adecode`` serve asyncio.
-Pass ``guard=MemoryGuard()`` (one process) or ``requeststate.redis.RedisGuard``
-(several) to make tokens single-use. ``requeststate.mcp`` protects an MCP SDK
+Pass ``guard=MemoryGuard()`` (one process), ``requeststate.sqlite.SQLiteGuard``
+(the workers of one host) or ``requeststate.redis.RedisGuard`` (across hosts) to
+make tokens single-use. ``requeststate.mcp`` protects an MCP SDK
 server in one line.
 """
 

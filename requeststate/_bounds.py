@@ -23,12 +23,14 @@ def check_int(name: str, value: object, minimum: int, maximum: int = INT64_MAX) 
     return value
 
 
-def check_seconds(name: str, value: object) -> float:
-    """``value`` as a float if it is a positive, finite number of seconds (not a ``bool``); else raise."""
+def check_seconds(name: str, value: object, *, maximum: float = math.inf) -> float:
+    """``value`` as a float if it is a positive, finite number of seconds up to ``maximum`` (not a
+    ``bool``); else raise."""
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value}")
+    if not (math.isfinite(value) and 0 < value <= maximum):
+        bound = "" if maximum == math.inf else f" up to {maximum:g}"
+        raise ValueError(f"{name} must be a positive, finite number of seconds{bound}, got {value}")
     return float(value)
 
 

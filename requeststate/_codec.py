@@ -12,14 +12,23 @@ from ._bounds import INT64_MIN, check_int
 from ._claims import Claims
 from ._envelope import open_token, seal_token
 from ._errors import InvalidToken
-from ._guard import ASYNC_GUARD_NEEDS_AWAIT, AsyncGuard, Guard, aclaim, claim, is_async_guard, tell_leeway
+from ._guard import (
+    ASYNC_GUARD_NEEDS_AWAIT,
+    AsyncGuard,
+    Guard,
+    aclaim,
+    claim,
+    is_async_guard,
+    mint_note,
+    tell_leeway,
+)
 from ._guard_url import guard_from_env
 from ._keys import BoundKey, KeyRing, Keys, as_key_ring
 from ._metrics import Counts, Meter
 from ._modes import Mode, WireMode, modes_from_env, wire_of
 from ._options import DEFAULT_MODE, DEFAULT_TTL, CodecOptions, Context, check_options, ttl_from_env
 from ._payload import Payload, T, read_state
-from ._token_id import TOKEN_ID_BYTES, claim_id
+from ._token_id import TOKEN_ID_BYTES, claim_id, dated_id
 
 __all__ = ["CallOptions", "Codec", "decode", "encode", "verify"]
 
@@ -66,6 +75,8 @@ class Codec:
         self._guard_is_async: Final = is_async_guard(settings.guard)
         self._ttl: Final = settings.ttl
         tell_leeway(settings.guard, settings.leeway)
+        # A guard that serves its own process's tokens from its first second hears of each.
+        self._mint_note: Final = mint_note(settings.guard)
         # One read of the CSPRNG per token: the minting mode's nonce, then the token id's random bits.
         self._nonce_bytes: Final = self._wires[0].nonce_bytes
         self._random_bytes: Final = self._nonce_bytes + TOKEN_ID_BYTES
@@ -188,6 +199,8 @@ class Codec:
             minted,
             self._max_bytes,
         )
+        if self._mint_note is not None:
+            self._mint_note(dated_id(token_id, minted), minted)
         if self._counts is not None:
             self._counts.minted()
         return token

@@ -31,7 +31,13 @@ class Reason(enum.StrEnum):
     REPLAYED = "replayed"
     """Valid, but already redeemed: the replay guard holds its id."""
     GUARD_UNAVAILABLE = "guard_unavailable"
-    """Valid, but the replay guard could not say whether it was redeemed (fail closed)."""
+    """Valid, but the replay guard could not say whether it was redeemed (fail closed): its store
+    did not answer in time, answered an error, or its verifiers' terms differ; a full ``MemoryGuard``."""
+    OUTSIDE_MEMORY = "outside_memory"
+    """Valid, but minted outside what the replay guard's memory covers, so it cannot be made single use:
+    before the store's memory began (a restart, a flush, a failover: it may have been redeemed into the
+    memory that was lost), or after the verifier's ``now`` plus ``clock_skew`` (clocks apart). No retry
+    of it can succeed: the client starts over."""
 
 
 class InvalidToken(Exception):

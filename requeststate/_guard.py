@@ -10,7 +10,7 @@ fails closed.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Final, Protocol
 
 from ._errors import InvalidToken, Reason
@@ -25,6 +25,7 @@ __all__ = [
     "check_guard",
     "claim",
     "is_async_guard",
+    "mint_note",
     "tell_leeway",
 ]
 
@@ -47,9 +48,12 @@ class Guard(Protocol):
 
     The id claimed is ``<iat>-<id>``: it tells when its token was minted
     (``requeststate.minted_at``), so that a guard whose store lost its memory can refuse
-    every token minted before the loss. A guard may also define ``learn_leeway(seconds)``:
-    each ``Codec`` built with the guard calls it once with its ``leeway``, and the guard
-    raises ``ValueError`` there if it cannot serve tokens held that long; and
+    every token minted before the loss, with ``InvalidToken(Reason.OUTSIDE_MEMORY)``.
+    A guard may also define ``learn_leeway(seconds)``: each ``Codec`` built with the guard
+    calls it once with its ``leeway``, and the guard raises ``ValueError`` there if it
+    cannot serve tokens held that long; ``minted_here(token_id, minted)``, which each such
+    ``Codec`` calls with every token it mints (its claimed id and ``iat``), for a guard that
+    serves its own process's tokens from its first second (``MemoryGuard``); and
     ``begin(now=None)``, which ``requeststate.mcp.protect`` calls when the server starts,
     returning the first unix second whose tokens it accepts.
     """
@@ -65,7 +69,9 @@ class Guard(Protocol):
             already claimed (a replay).
 
         Raises:
-            GuardUnavailable: the guard cannot decide; refuse the token.
+            GuardUnavailable: the guard cannot decide (its store did not answer); refuse the token.
+            InvalidToken: ``outside_memory``: the token was minted before the guard's memory
+                began, or in the verifier's future; no retry can succeed.
         """
         ...
 
@@ -108,6 +114,12 @@ def tell_leeway(guard: object, leeway: int) -> None:
         learn(leeway)
 
 
+def mint_note(guard: object) -> Callable[[str, int], None] | None:
+    """``guard.minted_here``, which a codec calls with each token it mints, if the guard has it."""
+    note = getattr(guard, "minted_here", None)
+    return note if callable(note) else None
+
+
 def _settle(claimed: object) -> None:
     if claimed is True:
         return
@@ -127,7 +139,7 @@ def claim(guard: Guard | AsyncGuard, token_id: str | None, expires_at: int, now:
     ``malformed`` wherever a guard is in use.
 
     Raises:
-        InvalidToken: ``replayed``, ``guard_unavailable`` or ``malformed``.
+        InvalidToken: ``replayed``, ``guard_unavailable``, ``outside_memory`` or ``malformed``.
         TypeError: the guard is async (it needs ``aclaim``), or answered no bool.
     """
     if token_id is None:

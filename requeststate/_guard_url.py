@@ -1,29 +1,37 @@
-"""``guard_from_url``: a replay guard from one URL, as ``REQUESTSTATE_GUARD`` spells it.
+"""Guards from URLs, as ``REQUESTSTATE_GUARD`` spells them: the scheme table, and what every URL takes.
 
 The one place where the core reaches an integration: a URL names a store, and only the
 integration that speaks to that store can build its guard. Each is imported here, by the
 table ``_STORES``, when a URL names it and not before, so ``import requeststate`` loads
-none of them (docs/architecture.md, "The import graph").
+none of them (docs/architecture.md, "The import graph"). The store builds itself from the
+whole URL (its guard's ``from_url``); what every store's URL shares (the query's
+``namespace``, ``timeout`` and ``clock_skew``, checked once) is ``split_guard_url``'s.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
-import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Final, Literal, NamedTuple, overload
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
+from ._bounds import check_seconds
 from ._env import ENV_GUARD
 from ._guard import AsyncGuard, Guard
 from ._memory import MemoryGuard
+from ._options import refuse_unknown
 
-__all__ = ["guard_from_env", "guard_from_url"]
+__all__ = ["MAX_GUARD_TIMEOUT", "URL_OPTIONS", "guard_from_env", "guard_from_url", "split_guard_url"]
+
+MAX_GUARD_TIMEOUT: Final = 60.0
+"""The longest ``timeout`` a guard takes, in seconds: a claim that waits longer holds a request
+(and its worker) hostage to a store that is not answering."""
+URL_OPTIONS: Final = ("namespace", "timeout", "clock_skew")
+"""The options every store's URL may carry in its query, and its ``from_url`` by keyword."""
 
 
 class _Store(NamedTuple):
-    """A store a URL may name: the integration that builds its guards, and the options it takes."""
+    """A store a URL may name: the integration that builds its guards."""
 
     module: str
     """The integration's module, imported when a URL first names the store."""
@@ -31,12 +39,10 @@ class _Store(NamedTuple):
     """The guard class for a sync codec (``verify``, ``decode``)."""
     asyncio: str
     """Its asyncio twin (``averify``, ``adecode``)."""
-    options: tuple[str, ...]
-    """The query options the URL may carry."""
 
 
-_REDIS: Final = _Store("requeststate.redis", "RedisGuard", "AsyncRedisGuard", ("namespace", "timeout"))
-_SQLITE: Final = _Store("requeststate.sqlite", "SQLiteGuard", "AsyncSQLiteGuard", ("namespace", "timeout"))
+_REDIS: Final = _Store("requeststate.redis", "RedisGuard", "AsyncRedisGuard")
+_SQLITE: Final = _Store("requeststate.sqlite", "SQLiteGuard", "AsyncSQLiteGuard")
 _STORES: Final = {
     "redis": _REDIS,
     "rediss": _REDIS,
@@ -45,22 +51,16 @@ _STORES: Final = {
     "sqlite": _SQLITE,
 }
 """Each scheme, and the store it names."""
-_CLUSTER: Final = "+cluster"
 _MEMORY: Final = "memory"
-_REDIS_DB: Final = re.compile(r"/?(\d+)?")
 
-_ACCEPTED: Final = (
+GUARD_URLS: Final = (
     "memory, redis://host:port/db, rediss://host:port/db, redis+cluster://host:port, "
     "rediss+cluster://host:port, or sqlite:////absolute/path.db"
 )
 """The URLs a guard is built from, as an error lists them."""
 # A URL's text never reaches a message: a password may be in it, or, when it is not
 # percent-encoded ('/', '?', '#' or '@' in it), in any part of it.
-_ENCODE_HINT: Final = "(a password with '/', '?', '#' or '@' in it must be percent-encoded)"
-
-
-def _refused(what: str) -> ValueError:
-    return ValueError(f"{ENV_GUARD} {what}")
+ENCODE_HINT: Final = "(a password with '/', '?', '#' or '@' in it must be percent-encoded)"
 
 
 @overload
@@ -73,19 +73,22 @@ def guard_from_url(url: str, *, asyncio: bool = False) -> Guard | AsyncGuard:
     - ``memory``: a ``MemoryGuard`` (one process; it serves sync and asyncio codecs alike);
     - ``redis://host:port/db``, ``rediss://host:port/db`` (TLS): ``requeststate.redis.RedisGuard``;
     - ``redis+cluster://host:port``, ``rediss+cluster://host:port``: the same on a Redis
-      Cluster, from the address of any of its nodes (``from_url(..., cluster=True)``);
+      Cluster, from the address of any of its nodes;
     - ``sqlite:////absolute/path.db`` (four slashes: the path is absolute, as workers may not
       share a working directory): ``requeststate.sqlite.SQLiteGuard``, one file shared by
       every process of one host.
 
-    Options go in the query: ``?namespace=NAME`` and ``?timeout=SECONDS`` (how long a claim
-    waits: for Redis to connect or answer, for the SQLite file's lock). ``asyncio=True`` builds
-    the asyncio twin (``AsyncRedisGuard``, ``AsyncSQLiteGuard``), for a codec read with
-    ``averify``/``adecode``. The store's integration is imported here, when a URL names it.
+    Every store's URL takes the same options in its query, each with the store's own
+    default: ``?namespace=NAME``, ``?timeout=SECONDS`` (how long a claim waits for the store)
+    and ``?clock_skew=SECONDS``. ``asyncio=True`` builds the asyncio twin
+    (``AsyncRedisGuard``, ``AsyncSQLiteGuard``), for a codec read with ``averify``/``adecode``.
+    The store's integration is imported here, when a URL names it, and builds the guard
+    (its ``from_url``).
 
     Raises:
-        ValueError: a URL none of these, naming ``REQUESTSTATE_GUARD`` and what it accepts;
-            never any part of the URL, which may hold a password.
+        ValueError: a URL none of these, or an option the store refuses, naming
+            ``REQUESTSTATE_GUARD`` and what it accepts; never any part of the URL, which may
+            hold a password.
         ImportError: the store's extra is not installed (``pip install 'requeststate[redis]'``).
     """
     if not isinstance(url, str):
@@ -94,70 +97,82 @@ def guard_from_url(url: str, *, asyncio: bool = False) -> Guard | AsyncGuard:
     if text.lower() == _MEMORY:
         return MemoryGuard()
     try:
-        parts = urlsplit(text)
+        store = _STORES.get(urlsplit(text).scheme)
     except ValueError:  # an unclosed '[' of an IPv6 host
-        raise _refused(f"is not a URL {_ENCODE_HINT}; it must be {_ACCEPTED}") from None
-    store = _STORES.get(parts.scheme)
+        raise ValueError(f"{ENV_GUARD} is not a URL {ENCODE_HINT}; it must be {GUARD_URLS}") from None
     if store is None:
-        raise _refused(f"must be {_ACCEPTED}: its scheme is none of these")
-    if parts.fragment:
-        raise _refused(f"has a '#' {_ENCODE_HINT}")
-    options = _options(parts.query, store)
-    if store is _SQLITE:
-        arguments: tuple[str, ...] = (_sqlite_path(parts.netloc, parts.path),)
-    else:
-        arguments = (_redis_address(parts.scheme, parts.netloc, parts.path),)
-        options["cluster"] = parts.scheme.endswith(_CLUSTER)
+        raise ValueError(f"{ENV_GUARD} must be {GUARD_URLS}: its scheme is none of these")
     guard_class = getattr(importlib.import_module(store.module), store.asyncio if asyncio else store.sync)
-    build = guard_class if store is _SQLITE else guard_class.from_url
     try:
-        guard: Guard | AsyncGuard = build(*arguments, **options)
-    except (TypeError, ValueError) as refused:  # an option's value, in the guard's own words
-        raise _refused(f"has an option the guard refuses: {refused}") from None
+        guard: Guard | AsyncGuard = guard_class.from_url(text)
+    except (TypeError, ValueError) as refused:  # the URL or an option, in the store's own words
+        raise ValueError(f"{ENV_GUARD}: {refused}") from None
     return guard
 
 
 def guard_from_env(environ: Mapping[str, str], *, asyncio: bool) -> Guard | AsyncGuard | None:
-    """``REQUESTSTATE_GUARD``'s guard (``guard_from_url``), or ``None`` when it is unset or empty."""
-    url = environ.get(ENV_GUARD, "").strip()
-    return guard_from_url(url, asyncio=asyncio) if url else None
+    """``REQUESTSTATE_GUARD``'s guard (``guard_from_url``), or ``None`` when it is unset.
 
-
-def _options(query: str, store: _Store) -> dict[str, object]:
-    """The query's options, each once and each one the store takes; ``timeout`` as seconds."""
-    pairs = parse_qsl(query, keep_blank_values=True)
-    names = [name for name, _ in pairs]
-    if not set(names) <= set(store.options) or len(set(names)) != len(names):
-        taken = " and ".join(f"?{name}=" for name in store.options)
-        raise _refused(f"may carry the options {taken}, each once; its query has another")
-    options: dict[str, object] = dict(pairs)
-    if "timeout" in options:
-        try:
-            options["timeout"] = float(pairs[names.index("timeout")][1])
-        except ValueError:
-            raise _refused("has a timeout that is not seconds: write it as ?timeout=0.25") from None
-    return options
-
-
-def _redis_address(scheme: str, netloc: str, path: str) -> str:
-    """The URL redis-py reads: the plain scheme, the address and the database, no query."""
-    if not netloc:
-        raise _refused(f"must name the Redis host: {scheme}://host:port/db")
-    try:
-        urlsplit(f"//{netloc}").port  # noqa: B018 (read to check it)
-    except ValueError:
-        raise _refused(f"has a port that is not a number {_ENCODE_HINT}") from None
-    if _REDIS_DB.fullmatch(path) is None:
-        raise _refused(f"must end in the database's number (/0), or nothing {_ENCODE_HINT}")
-    return urlunsplit((scheme.removesuffix(_CLUSTER), netloc, path, "", ""))
-
-
-def _sqlite_path(netloc: str, path: str) -> str:
-    """The file of ``sqlite:////absolute/path.db``: absolute, on this host."""
-    file = unquote(path[1:])
-    if netloc or not os.path.isabs(file):
-        raise _refused(
-            "must name the SQLite file by its absolute path, after four slashes: "
-            "sqlite:////var/lib/app/claims.db (workers may not share a working directory)"
+    Raises:
+        ValueError: it is set but empty: a deployment that meant a guard and lost its value
+            would otherwise run without single use.
+    """
+    url = environ.get(ENV_GUARD)
+    if url is None:
+        return None
+    if not url.strip():
+        raise ValueError(
+            f"{ENV_GUARD} is set but empty: name a guard ({GUARD_URLS}), or unset it to run without one"
         )
-    return file
+    return guard_from_url(url, asyncio=asyncio)
+
+
+def split_guard_url(
+    url: object, schemes: Collection[str], given: Mapping[str, object]
+) -> tuple[SplitResult, dict[str, object]]:
+    """A store's URL, split, and its options: those of its query and those ``given`` by keyword
+    (``None``: not given).
+
+    Each option is one of ``URL_OPTIONS``, given once (in the query or by keyword); a
+    query's ``timeout`` and ``clock_skew`` are read as numbers, and ``timeout`` is checked
+    here (the guard checks the rest, as it does when built without a URL).
+
+    Raises:
+        TypeError: a keyword that is no option.
+        ValueError: a URL not of ``schemes``, with a fragment, or an option twice, unknown or
+            not a number; the message holds no part of the URL.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, not {type(url).__name__}")
+    given = {name: value for name, value in given.items() if value is not None}
+    refuse_unknown(given, frozenset(URL_OPTIONS))
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # an unclosed '[' of an IPv6 host
+        raise ValueError(f"the guard URL is not a URL {ENCODE_HINT}") from None
+    if parts.scheme not in schemes:
+        raise ValueError(f"the guard URL's scheme must be {' or '.join(schemes)}")
+    if parts.fragment:
+        raise ValueError(f"the guard URL has a '#' {ENCODE_HINT}")
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    names = [name for name, _ in pairs] + list(given)
+    if not set(names) <= set(URL_OPTIONS) or len(set(names)) != len(names):
+        taken = ", ".join(f"?{name}=" for name in URL_OPTIONS)
+        raise ValueError(f"the guard URL may carry the options {taken}, each once; its query has another")
+    query = dict(pairs)
+    options: dict[str, object] = dict(query)
+    for name, read, what in (("timeout", float, "a number"), ("clock_skew", int, "a whole number")):
+        if name in query:
+            try:
+                options[name] = read(query[name])
+            except ValueError:
+                raise ValueError(f"the guard URL's {name} must be {what} of seconds (?{name}=1)") from None
+    options.update(given)
+    if "timeout" in options:
+        options["timeout"] = check_guard_timeout(options["timeout"])
+    return parts._replace(query=""), options
+
+
+def check_guard_timeout(timeout: object) -> float:
+    """A guard's ``timeout``: positive, finite seconds, at most ``MAX_GUARD_TIMEOUT``."""
+    return check_seconds("timeout", timeout, maximum=MAX_GUARD_TIMEOUT)

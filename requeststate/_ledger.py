@@ -1,45 +1,55 @@
 """The rules that make single use hold on a store that can forget: one place, for every store.
 
-A shared store (Redis, a Redis Cluster's buckets, an SQLite file) keeps, per namespace,
-the **claims** (each claimed id's SHA-256, held until its token can no longer verify
-anywhere) and one **marker**: which memory the store holds (the store says how it names
-one: Redis by its process, replication history and database), when that memory began,
-and the **terms** that every verifier of the namespace shares. A store runs one claim
-atomically, in this order (its ``Answer``):
+A shared store (Redis, a Redis Cluster's buckets, an SQLite file, PostgreSQL) keeps, per
+namespace, the **claims** (each claimed id's SHA-256, held until its token can no longer
+verify anywhere) and one **marker**: which memory the store holds (the store says how it
+names one: Redis by its process, replication history and database), when that memory
+began, and the **terms** that every verifier of the namespace shares. A store runs one
+claim atomically, in this order (its ``Answer``), and each store's contract test
+(tests/guard_contract.py) checks each step:
 
 1. The marker is missing or names another memory (a restart, a flush, a failover, a new
    file): the store writes a new one, dated the later of the verifier's ``now`` and the
    store's own clock read inside the claim, so that a stale ``now`` (a paused verifier)
-   never dates a memory earlier than it began. Its terms are this verifier's.
-2. The marker is the store's, but its terms are not this verifier's: nothing else is done
+   never dates a memory earlier than it began. Its terms are the claim's.
+2. The marker is the store's, but its terms are not the claim's: nothing else is done
    (``TERMS``): a verifier that scored or pruned otherwise could reopen a token.
-3. Claims whose token expired ``clock_skew`` ago are pruned.
+3. Claims whose token expired ``clock_skew`` ago are pruned (``Claim.prune_before``), by the
+   earlier of the verifier's clock and the store's where the store has one of its own (Redis's
+   ``TIME``): a verifier whose clock runs far ahead cannot prune claims still live elsewhere.
 4. The claim's digest is added unless it is there (``CLAIMED``, ``REPLAYED``).
 
-``Ledger`` prepares the claim (its digest, when its token was minted, what to prune) and
-decides what the answer means. A token is refused unless it was minted more than
-``clock_skew`` after the memory began: before, it may have been redeemed into the memory
-that was lost. Its id tells when it was minted (``<iat>-<id>``); an id that does not
-tell is refused, as no memory can be shown to postdate it.
+``Ledger`` prepares the claim (its digest, when its token was minted, what to prune, the
+terms) and decides what the answer means. A token is refused unless it was minted more
+than ``clock_skew`` after the memory began: before, it may have been redeemed into the
+memory that was lost. That refusal is ``InvalidToken(Reason.OUTSIDE_MEMORY)``, not an
+outage: no retry of the token can succeed. Only a store that did not answer, or a
+namespace whose terms are not this verifier's, is ``GuardUnavailable``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
 from ._bounds import check_int
+from ._errors import InvalidToken, Reason
 from ._guard import GuardUnavailable, check_claim_window
 from ._options import DEFAULT_LEEWAY, MAX_TTL
 from ._token_id import minted_at
 
-__all__ = ["DEFAULT_CLOCK_SKEW", "Answer", "Claim", "Ledger", "Status", "member_of"]
+__all__ = ["DEFAULT_CLOCK_SKEW", "REMEMBERED_CLAIMS", "Answer", "Claim", "Ledger", "Status", "member_of"]
 
 DEFAULT_CLOCK_SKEW: Final = 5
 """Seconds that any two hosts' clocks (those that mint and those that verify, and a
-store's) may differ by, unless ``clock_skew=`` says otherwise."""
+store's) may differ by, unless ``clock_skew=`` says otherwise. The SQLite file, a store of
+one host whose verifiers and minters read one clock, defaults to 0 instead."""
+REMEMBERED_CLAIMS: Final = 4096
+"""How many of its own store's answers a guard remembers, to refuse a replay of them without
+asking the store again (a flood of one redeemed token costs no round trip)."""
 # Scores are doubles in Redis and integers in SQLite: the times a guard writes stay below
 # 2**53, where every second is exact in both (285 million years).
 _MAX_SECONDS: Final = 2**53 - 1
@@ -60,7 +70,7 @@ _STATUSES: Final = frozenset({Status.CLAIMED, Status.REPLAYED, Status.TERMS, Sta
 
 
 class Claim(NamedTuple):
-    """One claim, ready for a store: what it adds and prunes, and when its token was minted."""
+    """One claim, ready for a store: what it adds and prunes, when its token was minted, the terms."""
 
     member: str
     """The SHA-256 of the claimed id, in hex (the id itself never reaches a store); ``""``
@@ -71,6 +81,9 @@ class Claim(NamedTuple):
     prune_before: int
     """Claims scored before this second are removed: their tokens expired ``clock_skew`` ago."""
     minted: int
+    terms: str
+    """What every verifier of the namespace must share (``Ledger.terms``): a new marker records
+    them, and a marker that records others answers ``TERMS``."""
 
 
 class Answer(NamedTuple):
@@ -91,14 +104,29 @@ def member_of(token_id: str) -> str:
 
 
 class Ledger:
-    """A guard's rules around its store: thread-safe, and shared by the Redis and SQLite guards.
+    """A guard's rules around its store: thread-safe, and shared by every guard.
 
     ``namespace`` (the verifiers that share claims: one per application sharing a
     store) and ``clock_skew`` are checked here; ``log`` names the logger of the store's
     integration, which says once what it meets (a loss, terms that differ, clocks apart).
+    It remembers the last ``REMEMBERED_CLAIMS`` claims its store answered, so that a
+    replay of one is refused without a round trip: only ever a refusal (the store stays the
+    authority for every first claim), and right for as long as the token verifies, since a
+    loss of the store's memory refuses the token anyway.
     """
 
-    __slots__ = ("_leeway", "_lock", "_log", "_told", "_warned", "clock_skew", "describe", "namespace")
+    __slots__ = (
+        "_answered",
+        "_leeway",
+        "_lock",
+        "_log",
+        "_seen",
+        "_told",
+        "_warned",
+        "clock_skew",
+        "describe",
+        "namespace",
+    )
 
     def __init__(self, namespace: str, clock_skew: int, *, log: str, describe: str) -> None:
         """``describe`` names the store in what is logged and raised ("Redis", "the SQLite file")."""
@@ -112,9 +140,13 @@ class Ledger:
         self._log: Final = log
         self._lock: Final = threading.Lock()
         self._leeway: int | None = None
-        # Whether a store was told the terms (a marker written or checked with them).
+        # Whether a claim carried the terms to the store (which then holds this leeway).
         self._told = False
         self._warned: Final[set[str]] = set()
+        # Whether this guard has seen its store's memory (a marker it wrote or found).
+        self._seen = False
+        # member -> expires_at of the claims the store answered, oldest first.
+        self._answered: Final[OrderedDict[str, int]] = OrderedDict()
 
     @property
     def leeway(self) -> int:
@@ -123,13 +155,8 @@ class Ledger:
 
     @property
     def terms(self) -> str:
-        """What every verifier of a namespace must share, as the marker records it: read for a store.
-
-        Once read, the leeway is the store's too: ``learn_leeway`` refuses another.
-        """
-        with self._lock:
-            self._told = True
-            return f"clock_skew={self.clock_skew};leeway={self.leeway}"
+        """What every verifier of a namespace must share, as the marker records it."""
+        return f"clock_skew={self.clock_skew};leeway={self.leeway}"
 
     def learn_leeway(self, leeway: int) -> None:
         """A ``Codec``'s leeway; ``ValueError`` if another codec told this guard another one, or its
@@ -149,32 +176,53 @@ class Ledger:
             self._leeway = leeway
 
     def prepare(self, token_id: str, expires_at: int, now: int) -> Claim:
-        """The claim of ``token_id``; ``GuardUnavailable`` if its token is undated, or from the future."""
+        """The claim of ``token_id``, for a store; raises as ``dated`` does."""
+        return self._claim(member_of(token_id), expires_at, now, self.dated(token_id, expires_at, now))
+
+    def dated(self, token_id: str, expires_at: int, now: int) -> int:
+        """When ``token_id``'s token was minted, once its claim's window is checked.
+
+        Raises:
+            InvalidToken: ``outside_memory``: its id does not tell when it was minted, or it
+                was minted after ``now`` plus ``clock_skew``.
+            GuardUnavailable: a time past 2**53 s, which a store cannot hold exactly.
+            ValueError: ``expires_at`` is before ``now``.
+        """
         check_claim_window(expires_at, now)
         if not -_MAX_SECONDS <= now <= expires_at <= _MAX_SECONDS:
             raise GuardUnavailable("a time past 2**53 s, which a store cannot hold exactly")
         minted = minted_at(token_id)
-        if minted is None:
-            raise GuardUnavailable(
-                "the token id does not tell when it was minted (no iat): it cannot be shown to postdate "
-                "the store's memory"
-            )
+        if minted is None:  # no store's memory can be shown to postdate it
+            raise InvalidToken(Reason.OUTSIDE_MEMORY)
         skew = self.clock_skew
         if minted > now + skew:
             self._warn_once(
                 "future",
                 f"a token was minted {minted - now} s in this verifier's future, past clock_skew ({skew} s): "
-                "such tokens are refused; synchronise the hosts' clocks",
+                "such tokens are refused (outside_memory); synchronise the hosts' clocks",
             )
-            raise GuardUnavailable(
-                f"the token was minted {minted - now} s after this verifier's now, past clock_skew "
-                f"({skew} s): the hosts' clocks differ by more than the guard allows"
-            )
-        return Claim(member_of(token_id), expires_at, now, now - skew, minted)
+            raise InvalidToken(Reason.OUTSIDE_MEMORY)
+        return minted
 
     def mark(self, now: int) -> Claim:
         """The claim that only writes the marker, where it is missing or names another memory."""
-        return Claim("", now, now, now - self.clock_skew, now)
+        return self._claim("", now, now, now)
+
+    def _claim(self, member: str, expires_at: int, now: int, minted: int) -> Claim:
+        self._told = True  # the store may now hold these terms: learn_leeway refuses others
+        return Claim(member, expires_at, now, now - self.clock_skew, minted, self.terms)
+
+    def answered_before(self, claim: Claim) -> bool:
+        """Whether the store already answered a claim of ``claim``'s id to this guard (a replay, refused
+        without asking it again); a remembered claim whose token expired is forgotten."""
+        with self._lock:
+            expires = self._answered.get(claim.member)
+            if expires is None:
+                return False
+            if expires < claim.now:
+                del self._answered[claim.member]
+                return False
+            return True
 
     def read(self, status: object, since: object, began: object, terms: object) -> Answer:
         """A store's reply, checked; ``GuardUnavailable`` for one that no store gives."""
@@ -189,46 +237,71 @@ class Ledger:
         raise GuardUnavailable(f"{self.describe} answered the claim with a reply no claim gives")
 
     def settle(self, claim: Claim, answer: Answer) -> bool:
-        """The verdict: ``True`` on a first claim, ``False`` on a replay, else ``GuardUnavailable``."""
+        """The verdict: ``True`` on a first claim, ``False`` on a replay.
+
+        Raises:
+            GuardUnavailable: the namespace's terms are not this verifier's.
+            InvalidToken: ``outside_memory``: the token was minted by the time the store's memory
+                began (plus ``clock_skew``).
+        """
         if answer.status == Status.TERMS:
             raise GuardUnavailable(self._differ(answer.terms))
+        self._observe(answer.since if answer.began_here else None)
+        self._remember(claim)
         if answer.status == Status.REPLAYED:
             return False
-        self.check_postdates(claim, answer.since)
+        if not self.postdates(claim.minted, answer.since):
+            raise InvalidToken(Reason.OUTSIDE_MEMORY)
         return True
 
-    def check_postdates(self, claim: Claim, since: int) -> None:
-        """``GuardUnavailable`` unless ``claim``'s token was minted after ``since`` plus ``clock_skew``.
+    def postdates(self, minted: int, since: int) -> bool:
+        """Whether a token minted at ``minted`` is minted after ``since`` plus ``clock_skew``.
 
-        ``since``: when the store's memory of the claims began. A token minted before
+        ``since``: when the store's memory of the claims began. A token minted by then
         may have been redeemed into a memory that was lost.
         """
-        if claim.minted > since + self.clock_skew:
-            return
-        self._warn_once(
-            f"lost {since}",
-            f"{self.describe}'s memory of the claims began at {since} (unix time): it is new, or it lost "
-            "them (a restart, a flush, a failover, a replaced file); every token minted by "
-            f"{since + self.clock_skew} is refused, as it may have been redeemed before",
-        )
-        raise GuardUnavailable(
-            f"the token was minted at {claim.minted}, before {self.describe}'s memory of the claims "
-            f"began ({since}, plus clock_skew {self.clock_skew} s): it may have been redeemed before"
-        )
+        return minted > since + self.clock_skew
 
     def first_accepted(self, answers: Iterable[Answer]) -> int:
         """The first second whose tokens every marker accepts, from ``mark``'s answers.
 
         ``GuardUnavailable`` if a namespace's terms are not this verifier's.
         """
-        latest = None
+        latest = began = None
         for answer in answers:
             if answer.status == Status.TERMS:
                 raise GuardUnavailable(self._differ(answer.terms))
             latest = answer.since if latest is None else max(latest, answer.since)
+            if answer.began_here:  # one of a cluster's many markers, say: one loss, logged once
+                began = answer.since if began is None else max(began, answer.since)
         if latest is None:
             raise GuardUnavailable(f"{self.describe} answered no marker")
+        self._observe(began)
         return latest + self.clock_skew + 1
+
+    def _observe(self, began: int | None) -> None:
+        """Log once when a claim of this guard began the store's memory again (at ``began``) after
+        it had seen one.
+
+        A memory this guard meets first is merely new (a first deploy, or a loss before this
+        process started: nothing to do); one that this guard's claim must begin again is a
+        loss, which an operator wants to know of, once (the guard that wrote the marker says it).
+        """
+        if began is not None and self._seen:
+            self._warn_once(
+                f"lost {began}",
+                f"{self.describe} lost its memory of the claims (a restart, a flush, a failover, a replaced "
+                f"file): it began again at {began} (unix time), and every token minted by "
+                f"{began + self.clock_skew} is refused (outside_memory), as it may have been redeemed before",
+            )
+        self._seen = True
+
+    def _remember(self, claim: Claim) -> None:
+        with self._lock:
+            answered = self._answered
+            answered[claim.member] = claim.expires_at
+            if len(answered) > REMEMBERED_CLAIMS:
+                answered.popitem(last=False)
 
     def _differ(self, theirs: str) -> str:
         message = (

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Final, final
 
 from ._bounds import check_int
+from ._errors import InvalidToken, Reason
 from ._guard import GuardUnavailable
-from ._ledger import Ledger
+from ._ledger import DEFAULT_CLOCK_SKEW, Ledger
 
 __all__ = ["DEFAULT_CAPACITY", "MemoryGuard"]
 
@@ -29,11 +30,14 @@ class MemoryGuard:
     Expired ids are purged on each ``claim``, oldest first, in amortised
     ``O(log n)`` time, with no background thread.
 
-    Its memory begins when it is built: it refuses every token minted by then
-    (plus ``clock_skew``), as such a token may have been redeemed by the process
-    this one replaced (a restart with the same keys). ``begin()`` returns the first
-    second whose tokens it accepts; ``requeststate.mcp.protect`` waits for it before
-    serving.
+    Its memory begins when it is built. Every ``Codec`` built with it tells it of each
+    token it mints (``minted_here``), and those it accepts from its first second. Any
+    other token minted by then (plus ``clock_skew``) is refused as ``outside_memory``:
+    it may have been redeemed by the process this one replaced (a restart with the same
+    keys), or by this process before the guard existed. ``clock_skew`` also covers a
+    restart after the wall clock stepped back: by up to ``clock_skew`` seconds, no token
+    of the process replaced is accepted (a step back of more lets the tokens of its last
+    seconds through, beyond that step). It costs this process's own tokens nothing.
 
     Sizing: it holds the id of every token redeemed within one TTL plus leeway,
     about 220 bytes each. Only tokens that passed every other check reach it,
@@ -62,6 +66,7 @@ class MemoryGuard:
         "_held",
         "_ledger",
         "_lock",
+        "_minted_here",
         "_monotonic",
         "_purged_to",
         "_since",
@@ -71,16 +76,17 @@ class MemoryGuard:
         self,
         capacity: int = DEFAULT_CAPACITY,
         *,
-        clock_skew: int = 0,
+        clock_skew: int = DEFAULT_CLOCK_SKEW,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """Make an empty guard that holds at most ``capacity`` live ids (a positive ``int``).
 
         ``clock_skew``: seconds by which the clocks of the hosts that mint its tokens may
-        run ahead of this one's (0: this process mints them). ``clock`` dates when its
-        memory began (unix seconds, read once, here); ``monotonic`` bounds purging
-        (tests inject both).
+        run ahead of this one's, and by which this host's clock may step back across a
+        restart (default ``requeststate.DEFAULT_CLOCK_SKEW``; the tokens of its own codecs
+        never wait for it). ``clock`` dates when its memory began (unix seconds, read
+        once, here); ``monotonic`` bounds purging (tests inject both).
         """
         check_int("capacity", capacity, 1)
         for name, given in (("clock", clock), ("monotonic", monotonic)):
@@ -95,9 +101,17 @@ class MemoryGuard:
         # next to expire. An id enters once and leaves once, so they stay in step.
         self._held: Final[set[str]] = set()
         self._heap: Final[list[tuple[int, str]]] = []
+        # The ids its codecs minted by the time its memory began plus clock_skew: accepted all
+        # the same, as they were minted after it began. At most ``capacity`` (then refused).
+        self._minted_here: Final[set[str]] = set()
         # (purge clock, monotonic reading) at the last claim; None before the first.
         self._purged_to: tuple[float, float] | None = None
         self._full = False
+
+    @property
+    def clock_skew(self) -> int:
+        """Seconds that the clocks of the hosts that mint may run ahead of this one, or step back."""
+        return self._ledger.clock_skew
 
     @property
     def capacity(self) -> int:
@@ -108,14 +122,25 @@ class MemoryGuard:
         """Called by each ``Codec`` built with this guard; ``ValueError`` for a second, different leeway."""
         self._ledger.learn_leeway(leeway)
 
-    def begin(self, now: int | None = None) -> int:
-        """The first unix second whose tokens this guard accepts: when it was built, ``clock_skew``, and 1.
+    def minted_here(self, token_id: str, minted: int, /) -> None:
+        """Called by each ``Codec`` built with this guard with each token it mints (its claimed id and
+        ``iat``): a token minted after the guard was built is accepted at its first claim, however
+        close to the guard's first second."""
+        if self._ledger.postdates(minted, self._since):
+            return  # accepted anyway
+        with self._lock:
+            if len(self._minted_here) < self._capacity:
+                self._minted_here.add(token_id)
 
-        ``now`` is accepted for the ``begin`` every guard has, and not needed: this
-        guard's memory began when it was built.
+    def begin(self, now: int | None = None) -> int:
+        """The first unix second from which this guard accepts the tokens of its own codecs: at once.
+
+        A token minted elsewhere (another process with the same keys) is accepted if it was
+        minted more than ``clock_skew`` after the guard was built. ``now`` is accepted for
+        the ``begin`` every guard has, and not needed: this guard's memory began when it was built.
         """
         del now
-        return self._since + self._ledger.clock_skew + 1
+        return self._since
 
     def _purge_clock(self, now: int) -> float:
         """The time to purge up to: ``now``, unless that runs ahead of the monotonic clock."""
@@ -132,20 +157,22 @@ class MemoryGuard:
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
-            GuardUnavailable: the guard is full of ids that have not expired, or the
-                token was minted before the guard was built (plus ``clock_skew``), or
-                after ``now`` plus ``clock_skew``, or its id does not tell when.
+            GuardUnavailable: the guard is full of ids that have not expired.
+            InvalidToken: ``outside_memory``: the token was minted by the time the guard
+                was built (plus ``clock_skew``) and not by one of its codecs, or after
+                ``now`` plus ``clock_skew``, or its id does not tell when.
             ValueError: ``expires_at`` is before ``now``.
         """
-        claim = self._ledger.prepare(token_id, expires_at, now)
+        minted = self._ledger.dated(token_id, expires_at, now)
         with self._lock:
             heap = self._heap
-            clock = self._purge_clock(claim.prune_before)
+            clock = self._purge_clock(now - self._ledger.clock_skew)
             while heap and heap[0][0] < clock:
                 self._held.remove(heapq.heappop(heap)[1])
             if token_id in self._held:
                 return False
-            self._ledger.check_postdates(claim, self._since)
+            if not self._ledger.postdates(minted, self._since) and token_id not in self._minted_here:
+                raise InvalidToken(Reason.OUTSIDE_MEMORY)
             if len(self._held) >= self._capacity:
                 if not self._full:
                     self._full = True
@@ -160,6 +187,7 @@ class MemoryGuard:
                     f"MemoryGuard is full: {self._capacity} ids have not expired yet (raise its capacity)"
                 )
             self._full = False
+            self._minted_here.discard(token_id)
             self._held.add(token_id)
             heapq.heappush(heap, (expires_at, token_id))
             return True

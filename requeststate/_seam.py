@@ -1,8 +1,9 @@
 """The one internal seam: what the integrations take from the core that is no user's API.
 
-``requeststate.mcp``, ``requeststate.redis``, ``requeststate.probe``, ``requeststate.bench``
-and ``requeststate.cli`` import the public ``requeststate`` and, beside it, only this
-module (tests/test_imports.py checks the import graph). Each name is private for a reason:
+``requeststate.mcp``, ``requeststate.redis``, ``requeststate.sqlite``, ``requeststate.probe``,
+``requeststate.bench``, ``requeststate.cli`` and ``requeststate.pytest_plugin`` import the public
+``requeststate`` and, beside it, only this module (tests/test_import_graph.py checks the import
+graph). Each name is private for a reason:
 
 - ``Counts``: the counters of docs/metrics.md, for an integration that counts with
   attributes of its own (``requeststate.mcp`` adds each request's method). A user's codec
@@ -15,6 +16,9 @@ module (tests/test_imports.py checks the import graph). Each name is private for
   use hold on a store that can forget (dating its memory, the ``iat`` rule, pruning, the
   terms a namespace's verifiers share), in one place for ``MemoryGuard``, the Redis guards
   and the SQLite guards: each store only runs them atomically.
+- ``split_guard_url``, ``check_guard_timeout`` and ``ENCODE_HINT``: what every store's URL shares (the
+  query's ``namespace``, ``timeout`` and ``clock_skew``) and the bound of every guard's
+  ``timeout``, so that each store's ``from_url`` takes them in the same words.
 - ``COMMON_SECRETS``: the package's data file of well-known secrets, which ``KeyRing``
   refuses and the probe guesses: one list for both.
 """
@@ -22,6 +26,7 @@ module (tests/test_imports.py checks the import graph). Each name is private for
 from __future__ import annotations
 
 from ._bounds import check_int, check_seconds
+from ._guard_url import ENCODE_HINT, check_guard_timeout, split_guard_url
 from ._ledger import Answer, Claim, Ledger, Status, member_of
 from ._metrics import Counts
 from ._options import refuse_unknown
@@ -29,13 +34,16 @@ from ._secrets import COMMON_SECRETS
 
 __all__ = [
     "COMMON_SECRETS",
+    "ENCODE_HINT",
     "Answer",
     "Claim",
     "Counts",
     "Ledger",
     "Status",
+    "check_guard_timeout",
     "check_int",
     "check_seconds",
     "member_of",
     "refuse_unknown",
+    "split_guard_url",
 ]

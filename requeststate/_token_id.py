@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["TOKEN_ID_BYTES", "claim_id", "minted_at"]
+__all__ = ["TOKEN_ID_BYTES", "claim_id", "dated_id", "minted_at"]
 
 TOKEN_ID_BYTES: Final = 16
 """128 random bits per token, written as 32 hex: the token's ``id``."""
@@ -27,6 +27,11 @@ def claim_id(token_id: str | None, minted: int | None) -> str | None:
     """
     if token_id is None or minted is None:
         return None
+    return dated_id(token_id, minted)
+
+
+def dated_id(token_id: str, minted: int) -> str:
+    """The claimed id of a token with both: ``<iat>-<id>``."""
     return f"{minted}-{token_id}"
 
 

@@ -19,14 +19,11 @@ imports nothing but pytest and the standard library until the fixture is used.
 from __future__ import annotations
 
 import asyncio
-import logging
-import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO, TypedDict, TypeGuard, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeGuard, TypeVar, Unpack
 
 import pytest
 
@@ -36,13 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["INSTALL_HINT", "ProbeKeywords", "RequestStateProbe", "requeststate_probe"]
 
 INSTALL_HINT: Final = "pip install 'requeststate[mcp]'"
-# What the probe imports from the mcp extra: an ImportError naming one of them is the extra missing.
-_EXTRA_MODULES: Final = frozenset({"mcp", "mcp_types", "anyio", "httpx2"})
-_SERVER_LOG_LINES: Final = 20
 _URL_SCHEMES: Final = ("http://", "https://")
-# The loggers of the servers the fixture runs in process: each handler the probe crashes would log a
-# traceback there (FastMCP's with a handler of its own, past pytest's capture).
-_SERVER_LOGGERS: Final = ("mcp", "fastmcp")
 _T = TypeVar("_T")
 
 
@@ -91,14 +82,8 @@ class RequestStateProbe:
         answer then; ``await requeststate_probe.run(...)`` instead.
         """
         __tracebackhide__ = True  # pytest shows the user's test and the error, not the plugin's frames
-        from requeststate.probe import ProbeError  # the fixture checked that the extra is there
-
         checked = _Keywords(**keywords)
-        with _server_log() as log:
-            try:
-                return _call_blocking(lambda: self._run(server, checked, log))
-            except (ProbeError, TimeoutError) as error:
-                raise _explained(error, log, checked) from None
+        return _call_blocking(lambda: self._run(server, checked))
 
     async def run(self, server: object, **keywords: Unpack[ProbeKeywords]) -> Report:
         """Probe ``server`` on the running event loop (an async test) and return the report.
@@ -120,24 +105,17 @@ class RequestStateProbe:
         with the server's last log lines, and ``TimeoutError``.
         """
         __tracebackhide__ = True
-        from requeststate.probe import ProbeError
+        return await self._probe(server, _Keywords(**keywords))
 
-        checked = _Keywords(**keywords)
-        with _server_log() as log:
-            try:
-                return await self._probe(server, checked, log)
-            except (ProbeError, TimeoutError) as error:
-                raise _explained(error, log, checked) from None
-
-    def _run(self, server: object, keywords: _Keywords, log: TextIO) -> Report:
+    def _run(self, server: object, keywords: _Keywords) -> Report:
         import anyio
 
         async def probe() -> Report:
-            return await self._probe(server, keywords, log)
+            return await self._probe(server, keywords)
 
         return anyio.run(probe)
 
-    async def _probe(self, server: object, keywords: _Keywords, log: TextIO) -> Report:
+    async def _probe(self, server: object, keywords: _Keywords) -> Report:
         from requeststate import probe
 
         target, *workers = _targets(server, keywords.headers, keywords.env)
@@ -153,7 +131,8 @@ class RequestStateProbe:
             workers=tuple(workers),
             **{name: limit for name, limit in limits.items() if limit is not None},
         )
-        return await probe.probe(target, options, timeout=keywords.seconds(), server_log=log)
+        # The probe keeps the server's log back, and a ProbeError or timeout ends with its last lines.
+        return await probe.probe(target, options, timeout=keywords.seconds())
 
 
 @dataclass(frozen=True)
@@ -265,51 +244,6 @@ def _call_blocking(call: Callable[[], _T]) -> _T:
     return outcome[0]
 
 
-@contextmanager
-def _server_log() -> Iterator[TextIO]:
-    """Where the probe writes a spawned server's stderr or an in-process server's refusal lines,
-    with the SDK's logger silenced meanwhile."""
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log, _sdk_quiet():
-        yield log
-
-
-def _explained(error: Exception, log: TextIO, keywords: _Keywords) -> Exception:
-    """A ``ProbeError`` or timeout, with the server log's last lines: why the probe could not finish."""
-    from requeststate.probe import ProbeError
-
-    if isinstance(error, ProbeError):
-        return ProbeError(f"{error}{_tail(log)}")
-    return TimeoutError(f"the probe timed out after {keywords.seconds():g} s{_tail(log)}")
-
-
-def _tail(log: TextIO) -> str:
-    log.seek(0)
-    lines = log.read().splitlines()[-_SERVER_LOG_LINES:]
-    if not lines:
-        return ""
-    return "\nthe server's log (last lines):\n" + "\n".join(f"  | {_printable(line)}" for line in lines)
-
-
-def _printable(text: str) -> str:
-    """A server's text safe for a terminal: its control characters as escapes."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
-
-
-@contextmanager
-def _sdk_quiet() -> Iterator[None]:
-    """The SDK's and FastMCP's loggers silenced meanwhile: each handler the probe crashes would log a
-    traceback, slowly, into the test's output; the report says what happened."""
-    loggers = [logging.getLogger(name) for name in _SERVER_LOGGERS]
-    saved = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL + 1)  # their modules' loggers inherit the level
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, saved, strict=True):
-            logger.setLevel(level)
-
-
 @pytest.fixture
 def requeststate_probe() -> RequestStateProbe:
     """Probe a server's ``requestState`` handling from a test: ``requeststate_probe(app, **options)``.
@@ -320,11 +254,7 @@ def requeststate_probe() -> RequestStateProbe:
     try:
         import requeststate.probe  # noqa: F401 (the extra's presence: the probe imports it all)
     except ImportError as missing:
-        if (missing.name or "").partition(".")[0] not in _EXTRA_MODULES:
+        if missing.name != "requeststate.probe":  # the probe names itself when its extra is missing
             raise
-        pytest.fail(
-            f"the requeststate_probe fixture needs the mcp extra: {INSTALL_HINT} "
-            f"(cannot import {missing.name})",
-            pytrace=False,
-        )
+        pytest.fail(f"the requeststate_probe fixture cannot run: {missing}", pytrace=False)
     return RequestStateProbe()

@@ -16,8 +16,9 @@ on each, for a bounded time:
   promoted back), a ``SWAPDB`` with another deployment's set in db 1, a step of one worker's
   clock, a paused verifier (a worker stopped right after it read its clock, resumed after a
   ``FLUSHALL`` as the first to claim, with that stale clock), and a verifier whose settings
-  differ from the namespace's (another leeway or clock_skew), every claim of which must be
-  refused; on the SQLite file: the file deleted, replaced by a new one, or truncated under the
+  differ from the namespace's (another leeway or clock_skew), every claim of which is refused
+  while the namespace holds a live claim (an SQLite namespace with none takes its terms, as a
+  loss: docs/sqlite-guard.md); on the SQLite file: the file deleted, replaced by a new one, or truncated under the
   running workers, and a process killed (``kill -9``) in the middle of its claims;
 - every redemption is recorded in a history, and a checker counts what single use forbids: a
   token accepted twice. It reports how long after each loss a flow started after it succeeds
@@ -94,13 +95,19 @@ class Redemption:
     at: float
     """The wall clock when the redemption was answered."""
     outcome: str
-    """``accepted``, or the reason it was refused."""
+    """``ACCEPTED``, or the reason it was refused (``InvalidToken.reason``): ``replayed``,
+    ``outside_memory`` (minted before the store's memory began), ``guard_unavailable`` (the store
+    did not answer, or the terms differ), ... Every reason is a refusal."""
+
+
+ACCEPTED = "accepted"
+# The refusals the report counts apart: a replay, a token the store's memory cannot vouch for, an outage.
+REFUSALS = (rs.Reason.REPLAYED.value, rs.Reason.OUTSIDE_MEMORY.value, rs.Reason.GUARD_UNAVAILABLE.value)
 
 
 def _worker(
     index: int,
     url: str,
-    cluster: bool,
     deadline: float,
     offset: Synchronized[float],
     frozen: Synchronized[float],
@@ -114,12 +121,15 @@ def _worker(
     """
     chance = random.Random(seed)
     logging.getLogger("requeststate").setLevel(logging.ERROR)  # each loss's warning, once per worker: quiet
-    guard = _guard(url, cluster)
+    guard = _guard(url)
     codec = rs.Codec(
         KEY, mode="encrypted", ttl=TTL, guard=guard, clock=lambda: frozen.value or time.time() + offset.value
     )
-    with contextlib.suppress(rs.GuardUnavailable):  # a server begins its guard's memory at start,
-        time.sleep(max(0.0, guard.begin() - time.time()))  # and serves once its tokens are accepted
+    # A server begins its guard's memory at start, and serves once the tokens it mints (on its own
+    # clock, which may run behind) are accepted: else its first flows are refused, and counted as
+    # collateral of no fault.
+    with contextlib.suppress(rs.GuardUnavailable):
+        time.sleep(max(0.0, guard.begin() - (time.time() + offset.value)))
     records: list[Redemption] = []
     mine: list[tuple[str, str, float]] = []  # (token, id, minted) this worker redeemed
 
@@ -145,11 +155,11 @@ def _worker(
     history.put(records)
 
 
-def _guard(url: str, cluster: bool, clock_skew: int = DEFAULT_CLOCK_SKEW) -> RedisGuard | SQLiteGuard:
-    """A worker's guard on the topology's store: its Redis (0.5 s timeouts), or its SQLite file."""
-    if url.startswith("sqlite:"):
-        return SQLiteGuard(url.removeprefix("sqlite:///"), timeout=0.5, clock_skew=clock_skew)
-    return RedisGuard.from_url(url, cluster=cluster, timeout=0.5, clock_skew=clock_skew)
+def _guard(url: str, clock_skew: int = DEFAULT_CLOCK_SKEW) -> RedisGuard | SQLiteGuard:
+    """A worker's guard on the topology's store, from its guard URL: its Redis (``redis+cluster`` for
+    a cluster) or its SQLite file, with 0.5 s timeouts."""
+    guard_class = SQLiteGuard if url.startswith("sqlite:") else RedisGuard
+    return guard_class.from_url(url, timeout=0.5, clock_skew=clock_skew)
 
 
 def _mint(codec: rs.Codec, worker: int, step: int) -> tuple[str, str]:
@@ -170,11 +180,11 @@ def _redeem(
     """Redeem ``token`` through ``codec``, record it in ``records``; whether it was accepted."""
     try:
         codec.verify(token)
-        outcome = "accepted"
+        outcome = ACCEPTED
     except rs.InvalidToken as refused:
         outcome = refused.reason.value
     records.append(Redemption(token_id, worker, first, minted, time.time(), outcome))
-    return outcome == "accepted"
+    return outcome == ACCEPTED
 
 
 @dataclass
@@ -194,10 +204,9 @@ Inject = Callable[[random.Random], float | None]
 
 @dataclass
 class Target:
-    """A running topology: where the workers connect, and how the nemesis breaks it."""
+    """A running topology: the guard URL the workers connect to, and how the nemesis breaks it."""
 
     url: str
-    cluster: bool
     inject: dict[str, Inject] = field(default_factory=dict)
 
 
@@ -265,7 +274,6 @@ def _standalone() -> Iterator[Target]:
 
         yield Target(
             server.url,
-            False,
             {
                 "kill-restart-empty": lambda chance: restart(chance, keep_snapshot=False),
                 "kill-restart-rdb": lambda chance: restart(chance, keep_snapshot=True),
@@ -333,7 +341,6 @@ def _replicated() -> Iterator[Target]:
         try:
             yield Target(
                 front.url,
-                False,
                 {
                     "failover": failover,
                     "failback": failback,
@@ -375,8 +382,7 @@ def _cluster() -> Iterator[Target]:
             return lost
 
         yield Target(
-            cluster.url,
-            True,
+            cluster.url.replace("redis://", "redis+cluster://", 1),
             {
                 "cluster-failover": failover,
                 "flushall": lambda chance: _flush(*masters()),
@@ -404,7 +410,7 @@ def _cluster_ok(nodes: list[Server]) -> bool:
 def _sqlite_file() -> Iterator[Target]:
     with tempfile.TemporaryDirectory(prefix="nemesis-sqlite-") as directory:
         path = os.path.join(directory, "claims.db")
-        url = f"sqlite:///{path}"
+        url = f"sqlite:///{path}"  # four slashes: the path is absolute
         claimers: list[BaseProcess] = []
 
         def delete(chance: random.Random) -> float:
@@ -441,7 +447,6 @@ def _sqlite_file() -> Iterator[Target]:
 
         yield Target(
             url,
-            False,
             {
                 "delete-file": delete,
                 "replace-file": replace,
@@ -453,11 +458,12 @@ def _sqlite_file() -> Iterator[Target]:
 
 
 def _claimer(path: str, deadline: float) -> None:
-    """Claim fresh ids on the file until killed (or ``deadline``)."""
-    guard = SQLiteGuard(path, timeout=0.5)
+    """Claim fresh ids on the file until killed (or ``deadline``), under the workers' terms."""
+    guard = SQLiteGuard(path, timeout=0.5, clock_skew=DEFAULT_CLOCK_SKEW)
     while time.time() < deadline:
         now = int(time.time())
-        with contextlib.suppress(rs.GuardUnavailable):
+        # Refused while the file's memory is new (outside_memory), or while it is locked: go on.
+        with contextlib.suppress(rs.GuardUnavailable, rs.InvalidToken):
             guard.claim(f"{now}-{os.urandom(16).hex()}", now + TTL, now)
 
 
@@ -477,12 +483,12 @@ class Run:
 
     def doubles(self) -> int:
         """Tokens accepted more than once: what single use forbids."""
-        accepted = Counter(r.token_id for r in self.history if r.outcome == "accepted")
+        accepted = Counter(r.token_id for r in self.history if r.outcome == ACCEPTED)
         return sum(1 for count in accepted.values() if count > 1)
 
     def resume_times(self) -> list[float]:
         """For each loss, seconds from the loss until a token minted after it was accepted."""
-        firsts = sorted((r.at, r.minted) for r in self.history if r.first and r.outcome == "accepted")
+        firsts = sorted((r.at, r.minted) for r in self.history if r.first and r.outcome == ACCEPTED)
         times = []
         for fault in self.faults:
             if fault.lost is not None:
@@ -493,7 +499,7 @@ class Run:
 
     def summary(self) -> dict[str, Any]:
         firsts = [r for r in self.history if r.first]
-        refused = Counter(r.outcome for r in firsts if r.outcome != "accepted")
+        refused = Counter(r.outcome for r in firsts if r.outcome != ACCEPTED)
         replays = [r for r in self.history if not r.first]
         resume = self.resume_times()
         return {
@@ -502,22 +508,27 @@ class Run:
             "redemptions": len(self.history),
             "first redemptions": len(firsts),
             "replays": len(replays),
-            "replays accepted": sum(r.outcome == "accepted" for r in replays),
+            "replays accepted": sum(r.outcome == ACCEPTED for r in replays),
             "double redemptions": self.doubles(),
             "faults": dict(Counter(fault.kind for fault in self.faults)),
             "resume p50 s": round(statistics.median(resume), 1) if resume else None,
             "resume max s": round(max(resume), 1) if resume else None,
             "collateral": round(sum(refused.values()) / max(1, len(firsts)), 3),
             "first refused by reason": dict(refused),
+            "refused by reason": self.refusals(),
             "mismatched claims": len(self.mismatched),
-            "mismatched accepted": sum(r.outcome == "accepted" for r in self.mismatched),
+            "mismatched accepted": sum(r.outcome == ACCEPTED for r in self.mismatched),
         }
+
+    def refusals(self) -> dict[str, int]:
+        """Every redemption refused (first or replay), by reason: never counted as accepted."""
+        return dict(Counter(r.outcome for r in self.history if r.outcome != ACCEPTED))
 
     def by_fault(self) -> dict[str, tuple[int, int]]:
         """Per kind of fault: replays after it of tokens accepted before it, and how many were accepted."""
         accepted_at: dict[str, float] = {}
         for record in sorted(self.history, key=lambda r: r.at):
-            if record.outcome == "accepted":
+            if record.outcome == ACCEPTED:
                 accepted_at.setdefault(record.token_id, record.at)
         table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         faults = sorted(self.faults, key=lambda f: f.began)
@@ -530,7 +541,7 @@ class Run:
             if before:
                 row = table[before[-1].kind]
                 row[0] += 1
-                row[1] += record.outcome == "accepted"
+                row[1] += record.outcome == ACCEPTED
         return {kind: (row[0], row[1]) for kind, row in table.items()}
 
 
@@ -551,7 +562,6 @@ def run(topology: str, seconds: float, workers: int, seed: int, say: Callable[[s
                 args=(
                     index,
                     target.url,
-                    target.cluster,
                     deadline,
                     offsets[index],
                     frozen[index],
@@ -636,7 +646,7 @@ def _signal(process: BaseProcess, number: signal.Signals) -> None:
 def _mismatched_verifier(target: Target, chance: random.Random) -> list[Redemption]:
     """For 1 to 3 s, a verifier with another leeway (or clock_skew) than the namespace's mints and redeems."""
     leeway, skew = (60, DEFAULT_CLOCK_SKEW) if chance.random() < 0.5 else (0, 0)
-    guard = _guard(target.url, target.cluster, clock_skew=skew)
+    guard = _guard(target.url, clock_skew=skew)
     codec = rs.Codec(KEY, mode="encrypted", ttl=TTL, leeway=leeway, guard=guard)
     records: list[Redemption] = []
     end = time.time() + chance.uniform(1.0, 3.0)
@@ -655,8 +665,9 @@ def report(runs: list[Run]) -> str:
     """The history summary as Markdown tables."""
     lines = [
         "| topology | s | redemptions | replays | replays accepted | double redemptions | faults "
-        "| resume p50 / max s | collateral | mismatched verifier: accepted of claims |",
-        "|---|---:|---:|---:|---:|---:|---|---|---:|---:|",
+        "| resume p50 / max s | collateral | mismatched verifier: accepted of claims "
+        f"| refused: {' / '.join(REFUSALS)} / other |",
+        "|---|---:|---:|---:|---:|---:|---|---|---:|---:|---|",
     ]
     for one in runs:
         s = one.summary()
@@ -665,7 +676,8 @@ def report(runs: list[Run]) -> str:
             f"| {s['topology']} | {s['seconds']} | {s['redemptions']:,} | {s['replays']:,} "
             f"| {s['replays accepted']:,} | **{s['double redemptions']}** | {faults} "
             f"| {s['resume p50 s']} / {s['resume max s']} | {s['collateral']:.1%} "
-            f"| {s['mismatched accepted']} of {s['mismatched claims']:,} |"
+            f"| {s['mismatched accepted']} of {s['mismatched claims']:,} "
+            f"| {_by_reason(s['refused by reason'])} |"
         )
     lines += [
         "",
@@ -676,6 +688,12 @@ def report(runs: list[Run]) -> str:
         for kind, (replays, again) in sorted(one.by_fault().items()):
             lines.append(f"| {one.topology} | {kind} | {replays:,} | {again} |")
     return "\n".join(lines)
+
+
+def _by_reason(refused: dict[str, int]) -> str:
+    counts = [refused.get(reason, 0) for reason in REFUSALS]
+    counts.append(sum(refused.values()) - sum(counts))
+    return " / ".join(f"{count:,}" for count in counts)
 
 
 def say(line: str) -> None:

@@ -8,7 +8,9 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -397,15 +399,34 @@ def test_inspect_encrypted_without_key_shows_only_mode_and_size(mode: rs.ModeNam
     )
 
 
-def refused_sealed(minted: str, hint_end: str) -> str:
+# What the binding hint says of a token protect() minted, which the flags cannot name.
+PROTECT_NOTE = (
+    "A token that requeststate.mcp's protect() minted is bound to its request (method, target, "
+    "arguments, audience, principal), which --subject and --tool do not name, except under "
+    "bind='mcpd': --subject the access token's sub, --tool the tool's name"
+)
+
+
+def hint_lines(hint: str) -> str:
+    """``hint`` as inspect prints it: wrapped at 100 columns under ``hint:``."""
+    return textwrap.fill(hint, width=100, initial_indent="hint:    ", subsequent_indent=" " * 9) + "\n"
+
+
+def sealed_hint(minted: str, missing: str) -> str:
+    """The binding hint of a sealed token refused for want of ``missing`` (flags)."""
+    return (
+        f"the tag of a {minted[:4]} token also binds the subject and tool it was minted for: without them, "
+        f"the right key is refused as a wrong one is; pass {missing} as encode() was given them. "
+        + PROTECT_NOTE
+    )
+
+
+def refused_sealed(minted: str, missing: str) -> str:
     """What inspect prints of a sealed token refused under TEST_KEYS with the binding hint."""
     return (
         f"prefix:  {minted[:4]}\n"
         f"length:  {len(minted)} characters\n"
-        "REFUSED under TEST_KEYS: bad_signature\n"
-        f"hint:    the tag of a {minted[:4]} token also binds the subject and tool it was minted for: "
-        "without them,\n"
-        f"         the right key is refused as a wrong one is; {hint_end}\n"
+        "REFUSED under TEST_KEYS: bad_signature\n" + hint_lines(sealed_hint(minted, missing))
     )
 
 
@@ -415,7 +436,7 @@ def test_inspect_with_key_prints_the_refusal_reason_and_exits_1() -> None:
     done = run(*args, env=KEY_ENV)
     assert (done.returncode, done.stdout, done.stderr) == (
         1,
-        refused_sealed(minted, "pass --tool as at mint"),
+        refused_sealed(minted, "--tool"),
         "",
     )
 
@@ -490,7 +511,7 @@ def test_inspect_of_an_encrypted_token_without_subject_and_tool_hints_at_them(mo
     done = run("inspect", minted, "--key-env", "TEST_KEYS", "--now", str(NOW), env=KEY_ENV)
     assert (done.returncode, done.stdout, done.stderr) == (
         1,
-        refused_sealed(minted, "pass --subject and --tool as at mint"),
+        refused_sealed(minted, "--subject and --tool"),
         "",
     )
 
@@ -504,8 +525,10 @@ def test_inspect_of_a_signed_token_without_subject_and_tool_hints_at_them() -> N
         "prefix:  v1.\n"
         f"length:  {len(minted)} characters\n"
         "REFUSED under TEST_KEYS: wrong_binding\n"
-        "hint:    a v1. token is bound to the subject and tool it was minted for: pass --subject and --tool\n"
-        "         as at mint\n",
+        + hint_lines(
+            "a v1. token is bound to the subject and tool it was minted for: pass --subject and --tool as "
+            f"encode() was given them. {PROTECT_NOTE}"
+        ),
         "",
     )
 
@@ -555,13 +578,9 @@ def refused_json(minted: str, key_env: str, reason: str, **found: object) -> dic
 def test_inspect_hint_names_only_the_flag_not_given() -> None:
     minted = token("encrypted")
     args = (minted, "--key-env", "TEST_KEYS", "--subject", "alice", "--now", str(NOW))
-    hint = (
-        "the tag of a v1e. token also binds the subject and tool it was minted for: without them, "
-        "the right key is refused as a wrong one is; pass --tool as at mint"
-    )
     assert inspect_json(*args, env=KEY_ENV) == (
         1,
-        refused_json(minted, "TEST_KEYS", "bad_signature", hint=hint),
+        refused_json(minted, "TEST_KEYS", "bad_signature", hint=sealed_hint(minted, "--tool")),
     )
 
 
@@ -603,6 +622,44 @@ def test_inspect_of_a_signed_token_under_a_wrong_key_gives_no_binding_hint() -> 
     minted = token("signed")
     found = inspect_json(minted, "--key-env", "OTHER", "--now", str(NOW), env={"OTHER": b64(OTHER_SECRET)})
     assert found == (1, refused_json(minted, "OTHER", "bad_signature"))
+
+
+def protected_token(mode: rs.ModeName, **options: Any) -> str:
+    """A first round of tool ``book`` (restaurant Ada) for alice, sealed by a real ``protect()`` boundary."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    import anyio
+
+    from requeststate.mcp import Boundary
+    from tests.support.mcp_flow import seal_round
+
+    boundary = Boundary(rs.Codec(SECRET, mode=mode, metrics=None), subject=lambda ctx: "alice", **options)
+    params = {"name": "book", "arguments": {"restaurant": "Ada"}}
+    return anyio.run(seal_round, boundary, params)
+
+
+@pytest.mark.parametrize("mode", ["signed", "encrypted"])
+def test_inspect_hint_says_a_token_protect_minted_cannot_be_verified_by_the_flags(mode: rs.ModeName) -> None:
+    # The hint once said "pass --subject and --tool as at mint": no flags name what protect() binds.
+    minted = protected_token(mode, audience="booking")
+    reason = "wrong_binding" if mode == "signed" else "bad_signature"
+    code, found = inspect_json(minted, "--key-env", "TEST_KEYS", env=KEY_ENV)
+    assert (code, found["reason"]) == (1, reason)
+    assert isinstance(found["hint"], str)
+    assert found["hint"].endswith(PROTECT_NOTE)
+    # As the hint says: the user and the tool a reader would pass are refused too.
+    flags = ("--subject", "alice", "--tool", "book")
+    assert inspect_json(minted, "--key-env", "TEST_KEYS", *flags, env=KEY_ENV) == (
+        1,
+        refused_json(minted, "TEST_KEYS", reason),
+    )
+
+
+def test_inspect_verifies_a_token_protect_minted_under_bind_mcpd_with_the_sub_and_the_tool_name() -> None:
+    # The one exception the hint names: mcp.d's identity is encode()'s (subject=sub, tool=name).
+    minted = protected_token("encrypted", bind="mcpd")
+    flags = ("--subject", "alice", "--tool", "book")
+    code, found = inspect_json(minted, "--key-env", "TEST_KEYS", *flags, env=KEY_ENV)
+    assert (code, found["verified"], found["reason"]) == (0, True, None)
 
 
 @pytest.mark.parametrize("mode", list(rs.Mode), ids=str)

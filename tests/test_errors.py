@@ -33,6 +33,7 @@ def test_reasons_are_a_closed_set() -> None:
         "wrong_type",
         "replayed",
         "guard_unavailable",
+        "outside_memory",
     }
 
 

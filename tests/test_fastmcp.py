@@ -161,7 +161,13 @@ async def test_a_refusal_is_logged_with_method_target_and_reason(caplog: pytest.
         (record.name, record.getMessage().split(" id=")[0], record.getMessage().split(" reason=")[1])
         for record in caplog.records
         if record.name == "requeststate.mcp"
-    ] == [("requeststate.mcp", "requestState refused: method=tools/call target='book'", "bad_signature")]
+    ] == [
+        (
+            "requeststate.mcp",
+            "requestState refused: method=tools/call target='book'",
+            f"bad_signature pid={os.getpid()}",
+        )
+    ]
 
 
 async def test_each_token_is_counted_with_its_method() -> None:

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import traceback
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,9 @@ import redis.asyncio
 import redis.asyncio.cluster
 
 import requeststate as rs
+from requeststate import sqlite as sqlite_guards
 from requeststate.redis import AsyncRedisGuard, RedisGuard
+from requeststate.sqlite import AsyncSQLiteGuard, SQLiteGuard
 from tests.support.reference import b64
 
 from .conftest import SECRET
@@ -30,6 +31,10 @@ PASSWORD = "hunter2-s3cret"
 ACCEPTED = (
     "memory, redis://host:port/db, rediss://host:port/db, redis+cluster://host:port, "
     "rediss+cluster://host:port, or sqlite:////absolute/path.db"
+)
+OPTIONS = (
+    "REQUESTSTATE_GUARD: the guard URL may carry the options ?namespace=, ?timeout=, ?clock_skew=, each "
+    "once; its query has another"
 )
 ENCODE = "(a password with '/', '?', '#' or '@' in it must be percent-encoded)"
 KEYS = {"REQUESTSTATE_KEYS": b64(SECRET)}
@@ -132,39 +137,51 @@ def test_without_options_the_guard_has_its_defaults(built: list[Any]) -> None:
     )
 
 
-class FakeSQLite(types.ModuleType):
-    """``requeststate.sqlite`` as ``guard_from_url`` reaches it: what each guard class was built with."""
-
-    def __init__(self) -> None:
-        super().__init__("requeststate.sqlite")
-        self.built: list[tuple[str, str, dict[str, object]]] = []
-        for name in ("SQLiteGuard", "AsyncSQLiteGuard"):
-            setattr(self, name, self._guard_class(name))
-
-    def _guard_class(self, name: str) -> Any:
-        def build(path: str, **options: object) -> rs.MemoryGuard:
-            self.built.append((name, path, options))
-            return rs.MemoryGuard()
-
-        return build
+@pytest.mark.parametrize(("asyncio", "kind"), [(False, SQLiteGuard), (True, AsyncSQLiteGuard)])
+def test_a_sqlite_url_is_the_guard_of_its_absolute_path(asyncio: bool, kind: type) -> None:
+    # The file is opened at the first claim: nothing is created here.
+    url = "sqlite:////var/lib/my%20app/claims.db?namespace=app&timeout=2&clock_skew=3"
+    guard = rs.guard_from_url(url, asyncio=asyncio)
+    assert (type(guard), guard.path, guard.namespace, guard.timeout, guard.clock_skew) == (  # type: ignore[union-attr]
+        kind,
+        "/var/lib/my app/claims.db",
+        "app",
+        2.0,
+        3,
+    )
 
 
-@pytest.fixture
-def sqlite(monkeypatch: pytest.MonkeyPatch) -> FakeSQLite:
-    fake = FakeSQLite()
-    monkeypatch.setitem(sys.modules, "requeststate.sqlite", fake)
-    return fake
+def test_a_sqlite_url_without_options_has_the_stores_defaults() -> None:
+    guard = rs.guard_from_url("sqlite:////srv/claims.db")
+    assert isinstance(guard, SQLiteGuard)
+    assert (guard.namespace, guard.timeout, guard.clock_skew) == (
+        sqlite_guards.DEFAULT_NAMESPACE,
+        sqlite_guards.DEFAULT_TIMEOUT,
+        sqlite_guards.DEFAULT_CLOCK_SKEW,
+    )
 
 
-@pytest.mark.parametrize(("asyncio", "name"), [(False, "SQLiteGuard"), (True, "AsyncSQLiteGuard")])
-def test_a_sqlite_url_is_the_guard_of_its_absolute_path(sqlite: FakeSQLite, asyncio: bool, name: str) -> None:
-    rs.guard_from_url("sqlite:////var/lib/my%20app/claims.db?namespace=app&timeout=2", asyncio=asyncio)
-    assert sqlite.built == [(name, "/var/lib/my app/claims.db", {"namespace": "app", "timeout": 2.0})]
+def test_every_store_takes_the_same_options_from_its_url(built: list[Any]) -> None:
+    query = "?namespace=app&timeout=0.5&clock_skew=2"
+    guards: list[Any] = [
+        rs.guard_from_url("sqlite:////srv/claims.db" + query),
+        redis_guard(built, "redis://127.0.0.1:6390/0" + query),
+    ]
+    assert [(guard.namespace, guard.timeout, guard.clock_skew) for guard in guards] == [("app", 0.5, 2)] * 2
 
 
-def test_a_sqlite_url_without_options_passes_none(sqlite: FakeSQLite) -> None:
-    rs.guard_from_url("sqlite:////srv/claims.db")
-    assert sqlite.built == [("SQLiteGuard", "/srv/claims.db", {})]
+def test_an_option_given_by_keyword_is_checked_as_the_constructor_checks_it() -> None:
+    # A query's text is read as a number; a keyword is the caller's value, as the constructor takes it.
+    with pytest.raises(TypeError, match=r"^timeout must be a number of seconds, not str$"):
+        SQLiteGuard.from_url("sqlite:////srv/claims.db", timeout="1")  # type: ignore[arg-type]
+
+
+def test_an_option_given_both_in_the_url_and_by_keyword_is_refused() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^the guard URL may carry the options \?namespace=, \?timeout=, \?clock_skew=, each once",
+    ):
+        SQLiteGuard.from_url("sqlite:////srv/claims.db?timeout=1", timeout=2)
 
 
 @pytest.mark.parametrize(("asyncio", "name"), [(False, "SQLiteGuard"), (True, "AsyncSQLiteGuard")])
@@ -201,49 +218,64 @@ def test_a_redis_url_imports_requeststate_redis_only_then() -> None:
         ("memory://", f"REQUESTSTATE_GUARD must be {ACCEPTED}: its scheme is none of these"),
         ("127.0.0.1:6379", f"REQUESTSTATE_GUARD must be {ACCEPTED}: its scheme is none of these"),
         ("redis://[::1/0", f"REQUESTSTATE_GUARD is not a URL {ENCODE}; it must be {ACCEPTED}"),
-        ("redis:///0", "REQUESTSTATE_GUARD must name the Redis host: redis://host:port/db"),
-        ("redis://127.0.0.1:63x9/0", f"REQUESTSTATE_GUARD has a port that is not a number {ENCODE}"),
+        ("redis:///0", "REQUESTSTATE_GUARD: the guard URL must name the Redis host: redis://host:port/db"),
+        (
+            "redis://127.0.0.1:63x9/0",
+            f"REQUESTSTATE_GUARD: the guard URL has a port that is not a number {ENCODE}",
+        ),
         (
             "redis://127.0.0.1/zero",
-            f"REQUESTSTATE_GUARD must end in the database's number (/0), or nothing {ENCODE}",
+            f"REQUESTSTATE_GUARD: the guard URL must end in the database's number (/0), or nothing {ENCODE}",
         ),
-        ("redis://127.0.0.1/0#x", f"REQUESTSTATE_GUARD has a '#' {ENCODE}"),
+        ("redis://127.0.0.1/0#x", f"REQUESTSTATE_GUARD: the guard URL has a '#' {ENCODE}"),
         *[
-            (
-                f"redis://127.0.0.1/0?{query}",
-                "REQUESTSTATE_GUARD may carry the options ?namespace= and ?timeout=, each once; "
-                "its query has another",
-            )
+            (f"redis://127.0.0.1/0?{query}", OPTIONS)
             for query in ("fail_open=1", "replicas=1", "namespace=a&namespace=b", "ssl_cert_reqs=none", "x")
         ],
+        *[
+            (
+                f"{store}?{name}={given}",
+                f"REQUESTSTATE_GUARD: the guard URL's {name} must be {what} of seconds (?{name}=1)",
+            )
+            for store in ("redis://127.0.0.1/0", "sqlite:////srv/claims.db")
+            for name, what, given in (
+                ("timeout", "a number", "soon"),
+                ("clock_skew", "a whole number", "soon"),
+                ("clock_skew", "a whole number", "1.5"),
+            )
+        ],
+        *[
+            (
+                f"{store}?timeout={given}",
+                f"REQUESTSTATE_GUARD: timeout must be a positive, finite number of seconds up to 60, "
+                f"got {shown}",
+            )
+            for store in ("redis://127.0.0.1/0", "sqlite:////srv/claims.db")
+            for given, shown in (
+                ("0", "0.0"),
+                ("1e300", "1e+300"),
+                ("inf", "inf"),
+                ("nan", "nan"),
+                ("61", "61.0"),
+            )
+        ],
         (
-            "redis://127.0.0.1/0?timeout=soon",
-            "REQUESTSTATE_GUARD has a timeout that is not seconds: write it as ?timeout=0.25",
+            "redis://127.0.0.1/0?clock_skew=-1",
+            "REQUESTSTATE_GUARD: clock_skew must be an int from 0 to 86400, got -1",
         ),
-        (
-            "redis://127.0.0.1/0?timeout=0",
-            "REQUESTSTATE_GUARD has an option the guard refuses: "
-            "timeout must be a positive, finite number of seconds, got 0.0",
-        ),
-        (
-            "redis://127.0.0.1/0?namespace=",
-            "REQUESTSTATE_GUARD has an option the guard refuses: namespace must not be empty",
-        ),
+        ("redis://127.0.0.1/0?namespace=", "REQUESTSTATE_GUARD: namespace must not be empty"),
+        ("sqlite:////srv/claims%00.db", "REQUESTSTATE_GUARD: path must not contain a NUL byte"),
         (
             "sqlite:///claims.db",
-            "REQUESTSTATE_GUARD must name the SQLite file by its absolute path, after four slashes: "
-            "sqlite:////var/lib/app/claims.db (workers may not share a working directory)",
+            "REQUESTSTATE_GUARD: the guard URL must name the SQLite file by its absolute path, after four "
+            "slashes: sqlite:////var/lib/app/claims.db (workers may not share a working directory)",
         ),
         (
             "sqlite://host/claims.db",
-            "REQUESTSTATE_GUARD must name the SQLite file by its absolute path, after four slashes: "
-            "sqlite:////var/lib/app/claims.db (workers may not share a working directory)",
+            "REQUESTSTATE_GUARD: the guard URL must name the SQLite file by its absolute path, after four "
+            "slashes: sqlite:////var/lib/app/claims.db (workers may not share a working directory)",
         ),
-        (
-            "sqlite:////srv/claims.db?journal_mode=delete",
-            "REQUESTSTATE_GUARD may carry the options ?namespace= and ?timeout=, each once; "
-            "its query has another",
-        ),
+        ("sqlite:////srv/claims.db?journal_mode=delete", OPTIONS),
     ],
 )
 def test_a_url_that_names_no_guard_is_refused_naming_the_variable_and_what_it_accepts(
@@ -269,7 +301,7 @@ def test_a_url_that_names_no_guard_is_refused_naming_the_variable_and_what_it_ac
     ],
 )
 def test_no_refusal_shows_any_part_of_the_password(url: str) -> None:
-    with pytest.raises(ValueError, match=r"^REQUESTSTATE_GUARD ") as refused:
+    with pytest.raises(ValueError, match=r"^REQUESTSTATE_GUARD[ :]") as refused:
         rs.guard_from_url(url)
     # What a log line or a crash prints: the message and its traceback, causes included.
     assert "hunter2" not in "".join(traceback.format_exception(refused.value))
@@ -291,12 +323,17 @@ def test_a_url_that_is_not_a_str_is_a_type_error() -> None:
 # --- Codec.from_env -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [None, "", "  "], ids=["unset", "empty", "blank"])
-def test_without_the_variable_the_codec_has_the_guard_the_code_gives(value: str | None) -> None:
+def test_without_the_variable_the_codec_has_the_guard_the_code_gives() -> None:
     guard = rs.MemoryGuard()
-    environ = KEYS if value is None else {**KEYS, "REQUESTSTATE_GUARD": value}
-    assert rs.Codec.from_env(environ=environ).guard is None
-    assert rs.Codec.from_env(environ=environ, guard=guard).guard is guard
+    assert rs.Codec.from_env(environ=KEYS).guard is None
+    assert rs.Codec.from_env(environ=KEYS, guard=guard).guard is guard
+
+
+@pytest.mark.parametrize("value", ["", "  "], ids=["empty", "blank"])
+def test_a_variable_set_but_empty_is_refused_rather_than_read_as_no_guard(value: str) -> None:
+    # A deployment that meant a guard and lost its value must not run without single use.
+    with pytest.raises(ValueError, match=r"^REQUESTSTATE_GUARD is set but empty: name a guard \(memory, "):
+        rs.Codec.from_env(environ={**KEYS, "REQUESTSTATE_GUARD": value})
 
 
 def test_the_variable_gives_the_codec_its_guard() -> None:

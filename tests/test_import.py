@@ -42,6 +42,8 @@ def loaded_by_import() -> frozenset[str]:
         "json",  # only a payload that no writer of ours made is scanned for duplicate members
         "requeststate.redis",  # imported by guard_from_url when a URL names Redis
         "redis",
+        "requeststate.sqlite",  # imported by guard_from_url when a URL names SQLite
+        "sqlite3",
     ],
 )
 def test_import_requeststate_does_not_load(loaded_by_import: frozenset[str], module: str) -> None:

@@ -380,7 +380,9 @@ async def test_refusal_reason_goes_to_the_server_log(caplog: pytest.LogCaptureFi
     refusals = [r.getMessage() for r in caplog.records if r.name == "requeststate.mcp"]
     assert len(refusals) == 1
     assert re.fullmatch(
-        r"requestState refused: method=tools/call target='wizard' id=\d+ reason=bad_signature", refusals[0]
+        r"requestState refused: method=tools/call target='wizard' id=\d+ reason=bad_signature "
+        rf"pid={os.getpid()}",
+        refusals[0],
     )
 
 

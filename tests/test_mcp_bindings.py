@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -571,7 +572,8 @@ async def test_a_refusal_logs_one_line_with_method_target_id_and_reason(
         (
             "requeststate.mcp",
             logging.WARNING,
-            "requestState refused: method=tools/call target='wizard' id=3 reason=wrong_binding",
+            "requestState refused: method=tools/call target='wizard' id=3 reason=wrong_binding "
+            f"pid={os.getpid()}",
         )
     ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import socket
 import time
@@ -22,12 +23,13 @@ import fastmcp
 from mcp import Client
 from mcp.server import MCPServer, Server
 from mcp.server.mcpserver import Context
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, InputRequiredResult
 
 import requeststate as rs
 from requeststate.mcp import Boundary, SDKCodec, protect, sdk_security, use_codec
 from requeststate.redis import RedisGuard
 from tests.conftest import SECRET
+from tests.support import redis_server
 from tests.support.fastmcp_booking import booking
 from tests.support.mcp_flow import (
     KEYS,
@@ -36,6 +38,7 @@ from tests.support.mcp_flow import (
     echo,
     echo_refused,
     echo_unchecked,
+    finish,
     first_round,
     open_round,
     seal_round,
@@ -295,10 +298,11 @@ async def test_the_server_serves_once_the_tokens_it_mints_are_accepted(
     with caplog.at_level(logging.INFO, logger="requeststate.mcp"):
         await bounded(run)
     assert served[0] >= guard.ready
-    [line] = [record.getMessage() for record in caplog.records if record.levelno == logging.INFO]
+    # A WARNING: the one level that shows where no handler was configured (uvicorn's default).
+    [line] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert re.fullmatch(
-        r"requestState guard BeginningGuard began: the tokens this server mints are accepted "
-        r"in [12]\.\d s, when it serves",
+        rf"requestState guard BeginningGuard began in process {os.getpid()}: the tokens this server "
+        r"mints are accepted in [12]\.\d s, when it serves",
         line,
     )
 
@@ -312,8 +316,12 @@ async def test_a_store_in_use_serves_at_once(caplog: pytest.LogCaptureFixture) -
                 await first_round(client)
 
         await bounded(run)
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
-        "requestState guard BeginningGuard began: the tokens this server mints are accepted at once"
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "requeststate.mcp"] == [
+        (
+            logging.INFO,
+            f"requestState guard BeginningGuard began in process {os.getpid()}: the tokens this server "
+            "mints are accepted at once",
+        )
     ]
 
 
@@ -342,3 +350,62 @@ async def test_a_guard_that_cannot_begin_stops_the_start_saying_why_and_where() 
         "Redis did not record when its memory began (ConnectionError): "
         "Error 111 connecting to 127.0.0.1:6390. Connection refused.\n"
     )
+
+
+# --- a store that lost its memory ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_server_url() -> Iterator[tuple[str, Any]]:
+    with redis_server.or_skip(redis_server.running_server()) as server:
+        yield server.url, server
+
+
+async def test_a_state_minted_before_a_flush_is_refused_as_a_forgery_is_not_as_an_outage(
+    redis_server_url: tuple[str, Any],
+) -> None:
+    # Issue 40: a pre-loss state was answered -32603 "retry", a retry that could never succeed.
+    url, server = redis_server_url
+    guard = RedisGuard.from_url(f"{url}?clock_skew=0&namespace=flush-{time.time_ns()}", timeout=5)
+    built = build("mcpserver", "boundary", KEYS, "encrypted", guard=guard)
+
+    async def run() -> None:
+        async with connect(built) as client:
+            token = await first_round(client)
+            server.execute("FLUSHALL")
+            await echo_refused(client, token)
+
+    try:
+        await bounded(run)
+    finally:
+        guard.close()
+    assert built.seen == [None]  # the handler never ran for the echo
+
+
+async def test_under_reelicit_a_flow_whose_state_predates_a_flush_is_asked_again_and_completes(
+    redis_server_url: tuple[str, Any],
+) -> None:
+    url, server = redis_server_url
+    guard = RedisGuard.from_url(f"{url}?clock_skew=0&namespace=flush-{time.time_ns()}", timeout=5)
+    built = build("mcpserver", "boundary", KEYS, "encrypted", guard=guard, on_invalid="reelicit")
+
+    async def run() -> str:
+        async with connect(built) as client:
+            token = await first_round(client)
+            server.execute("FLUSHALL")
+            # A worker's next claim or begin() dates the new memory; a state minted in its first
+            # second is refused too (docs/replay-guards.md), so the user answers a second later.
+            ready = guard.begin()
+            await anyio.sleep(max(0.0, ready - time.time()))
+            again = await echo(client, token)
+            assert isinstance(again, InputRequiredResult)
+            assert again.request_state is not None
+            second = await echo(client, again.request_state)
+            assert isinstance(second, InputRequiredResult)
+            assert second.request_state is not None
+            return await finish(client, second.request_state)
+
+    try:
+        assert await bounded(run) == "done: a1,a2"
+    finally:
+        guard.close()

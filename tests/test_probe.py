@@ -1245,7 +1245,7 @@ def test_probe_without_the_mcp_extra_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "mcp", None)
     assert main(["probe", "--", "true"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "requeststate probe needs the mcp extra: pip install 'requeststate[mcp]'"
+        "error: requeststate.probe needs the mcp extra: pip install 'requeststate[mcp]' (cannot import mcp)"
     )
 
 
@@ -2114,6 +2114,52 @@ def test_a_report_whose_only_fail_is_a_readable_state_says_nothing_was_accepted(
         report.headline()
         == "1 PASS, 2 FAIL, 0 INFO, 0 SKIP: the server accepted a state it should have refused"
     )
+
+
+def test_a_report_whose_only_fail_is_a_worker_refusing_anothers_state_says_it_was_refused() -> None:
+    # Issue 43: a fleet with a key per worker read "the server accepted a state it should have
+    # refused", where the one FAIL was a state refused by the other worker.
+    report = probe.Report(probe.Target(url="http://127.0.0.1:1/mcp"))
+    report.checks = [probe.Check("bit_flip", "b", "PASS", ""), probe.Check("fleet_shared", "s", "FAIL", "")]
+    keys_per_worker = report.summary()
+    report.checks.append(probe.Check("confidential", "c", "FAIL", ""))
+    assert (keys_per_worker, report.headline()) == (
+        "1 PASS, 1 FAIL, 0 INFO, 0 SKIP: no attempt was accepted, but a worker refused a state another "
+        "worker minted\nFAIL   s: ",
+        "1 PASS, 2 FAIL, 0 INFO, 0 SKIP: no attempt was accepted, but the client can read the state and "
+        "a worker refused a state another worker minted",
+    )
+
+
+def test_what_one_address_covers_is_in_the_table_the_summary_and_the_json() -> None:
+    # Issue 41 G: behind one address the replay row PASSed as if it spoke for the fleet; the report
+    # says which workers its checks reached, wherever it is read.
+    report = probe.Report(probe.Target(url="http://127.0.0.1:1/mcp"), coverage="one address\x1b[2J")
+    report.checks = [probe.Check("replay", "r", "PASS", "")]
+    assert (report.table().splitlines()[1], report.summary(), report.to_json()["coverage"]) == (
+        "coverage:  one address\\x1b[2J",
+        "1 PASS, 0 FAIL, 0 INFO, 0 SKIP: no attempt was accepted\ncoverage: one address\\x1b[2J",
+        "one address\x1b[2J",
+    )
+
+
+def test_one_server_object_given_as_two_workers_is_refused_before_connecting() -> None:
+    # A state redeemed on it, then "on another worker", itself, would be refused: fleet_replay PASSed.
+    server = gallery.protected()
+    with pytest.raises(
+        probe.ProbeError, match=r"^the same MCPServer object is given twice: name each worker"
+    ):
+        in_process(server, workers=(probe.Target(server=server),))
+
+
+def test_a_worker_that_does_not_start_is_named_not_reported_as_a_bug_in_the_probe() -> None:
+    # Issue 41 G: a worker after the first that failed to connect ended in "a bug in the probe",
+    # its ProbeError wrapped in the first connection's exception group, and no worker named.
+    exits = probe.Target(command=(sys.executable, "-c", "pass"))
+    with pytest.raises(
+        probe.ProbeError, match=r"^could not connect to worker 2: it closed its stdout before"
+    ):
+        in_process(gallery.protected(), workers=(exits,))
 
 
 def test_an_in_process_servers_refusal_lines_go_to_the_server_log_given(

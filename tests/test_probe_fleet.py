@@ -17,11 +17,23 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from requeststate.cli import main
 from tests.support import probe_fleet, redis_server
-from tests.support.balancer import balancing
+from tests.support.balancer import balancing, port_of
+from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSED = "JSON-RPC -32602 Invalid or expired requestState"
 ACCEPTED = "accepted: the next round asks for q2"
+ONE_ADDRESS = (
+    "one address: the checks reached only the workers behind it that the probe's connections landed on, "
+    "and the probe cannot tell which or how many (a balancer with client-IP affinity, such as nginx "
+    "ip_hash or a Kubernetes Service with sessionAffinity: ClientIP, sends them all to one); to check "
+    "every worker, give each worker's URL (--url once per worker) or start the server once per worker "
+    "(--workers N)"
+)
+OVER_ONE_ADDRESS = (
+    ", and so over 7 new connections to this one address: single use on the workers they reached, "
+    "not proof for a fleet (see coverage)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +100,8 @@ def test_keys_per_worker_fail_a_state_sent_to_another_worker(capsys: pytest.Capt
 def test_a_guard_per_worker_behind_one_address_fails_the_replay_over_a_new_connection(
     memory_fleet: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with balancing(memory_fleet) as url:
-        code, report = probe_json(capsys, "--single-use", "--url", url)
+    with balancing(memory_fleet) as balancer:
+        code, report = probe_json(capsys, "--single-use", "--url", balancer.url)
     assert (code, found(report, "replay")) == (
         1,
         {
@@ -125,16 +137,12 @@ def test_the_correct_fleet_passes_across_its_urls(
 def test_the_correct_fleet_passes_behind_one_address(
     redis_fleet: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with balancing(redis_fleet) as url:
-        code, report = probe_json(capsys, "--single-use", "--url", url)
-    assert (code, found(report, "replay")) == (
+    with balancing(redis_fleet) as balancer:
+        code, report = probe_json(capsys, "--single-use", "--url", balancer.url)
+    assert (code, found(report, "replay"), report["coverage"]) == (
         0,
-        {
-            "replay": (
-                "PASS",
-                f"single-use: the second redemption is refused: {REFUSED}, and so over 7 new connections",
-            )
-        },
+        {"replay": ("PASS", f"single-use: the second redemption is refused: {REFUSED}{OVER_ONE_ADDRESS}")},
+        ONE_ADDRESS,
     )
 
 
@@ -157,3 +165,58 @@ def test_a_command_started_once_per_worker_finds_keys_per_process(
             )
         },
     )
+
+
+def test_behind_client_ip_affinity_one_address_says_the_fleet_was_not_covered_and_its_urls_catch_the_replay(
+    memory_fleet: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 41 G: behind nginx ip_hash every connection reached the worker that redeemed the state,
+    # the replay row PASSed and nothing said the other worker was never asked. It still PASSes (that
+    # is what was measured), but the report says what one address covers and how to cover the fleet.
+    with balancing(memory_fleet, "client-ip") as balancer:
+        code, report = probe_json(capsys, "--single-use", "--url", balancer.url)
+    assert (code, found(report, "replay"), report["coverage"], len(balancer.placed)) == (
+        0,
+        {"replay": ("PASS", f"single-use: the second redemption is refused: {REFUSED}{OVER_ONE_ADDRESS}")},
+        ONE_ADDRESS,
+        1,  # every connection on one worker: the affinity the probe cannot see
+    )
+    first, second = memory_fleet
+    code, report = probe_json(capsys, "--single-use", "--url", first, "--url", second)
+    assert (code, found(report, "fleet_replay")["fleet_replay"][0], report["coverage"]) == (1, "FAIL", "")
+
+
+ONCE_EACH = "(--url once per worker)"
+
+
+def test_the_same_worker_named_twice_is_a_usage_error(
+    memory_fleet: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: a state redeemed on a worker and "again on another", itself, was refused: fleet_replay
+    # PASSed. A URL spelled otherwise (its scheme in capitals) names the same worker.
+    first, _ = memory_fleet
+    port = port_of(first)
+    for again in (first, f"HTTP://127.0.0.1:{port}/mcp"):
+        code = main(["probe", "--single-use", "--url", first, "--url", again])
+        assert (code, capsys.readouterr()) == (
+            2,
+            ("", f"error: {again} is given twice: name each worker of the deployment once {ONCE_EACH}\n"),
+        )
+
+
+def test_a_worker_that_cannot_be_reached_is_named_with_the_error(
+    memory_fleet: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: "error: the probe failed (ProbeError: could not connect to the server: ...): a bug in the
+    # probe, please report it" when any worker but the first was down, and no worker named.
+    first, _ = memory_fleet
+    down = f"http://127.0.0.1:{free_port()}/mcp"
+    for urls in ((first, down), (down, first)):
+        code = main(["probe", "--url", urls[0], "--url", urls[1]])
+        assert (code, capsys.readouterr()) == (
+            2,
+            (
+                "",
+                f"error: could not connect to worker {down}: ConnectError: All connection attempts failed\n",
+            ),
+        )

@@ -480,7 +480,7 @@ def test_without_the_mcp_extra_the_plugin_loads_and_the_fixture_names_the_instal
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert (
-        "the requeststate_probe fixture needs the mcp extra: pip install 'requeststate[mcp]' "
-        "(cannot import mcp)" in done.stdout
+        "the requeststate_probe fixture cannot run: requeststate.probe needs the mcp extra: "
+        "pip install 'requeststate[mcp]' (cannot import mcp)" in done.stdout
     )
     assert re.fullmatch(r"=+ 1 passed, 1 error in [\d.]+s =+", done.stdout.splitlines()[-1]), done.stdout

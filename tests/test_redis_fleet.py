@@ -21,12 +21,12 @@ import pytest
 import redis.asyncio.cluster
 import redis.cluster
 
-from requeststate import GuardUnavailable
+from requeststate import GuardUnavailable, InvalidToken
 from requeststate.redis import CLUSTER_BUCKETS, AsyncRedisGuard, RedisGuard, claim_location
 
 from .support import redis_server
-from .support.redis_guards import FLAVOURS, build, lost, minted, outcome
-from .support.redis_server import Cluster, Replicated, Server
+from .support.redis_guards import FLAVOURS, OUTSIDE_MEMORY, build, minted, outcome
+from .support.redis_server import Cluster, Replicated, Server, cluster_url
 
 NOW = 2_000_000_000
 BEGUN = NOW - 60
@@ -52,7 +52,7 @@ def namespace() -> str:
 
 @pytest.fixture
 def cluster_guard(cluster: Cluster, namespace: str) -> Iterator[RedisGuard]:
-    guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    guard = RedisGuard.from_url(cluster_url(cluster), namespace=namespace, timeout=PATIENT_SECONDS)
     guard.begin(BEGUN)
     yield guard
     guard.close()
@@ -99,12 +99,12 @@ def holds(server: Server, namespace: str, token_id: str, buckets: int = 1) -> bo
         client.close()
 
 
-def redeem_again(url: str, namespace: str, accepted: list[str], *, cluster: bool = False) -> int:
-    """How many ids accepted before a failover the server that took over accepts again.
+def redeem_again(url: str, namespace: str, accepted: list[str]) -> int:
+    """How many ids accepted before a failover the server that took over (at guard URL ``url``) accepts again.
 
     The guard is a new one, as in a process started after the failover: it never saw the store.
     """
-    guard = RedisGuard.from_url(url, cluster=cluster, namespace=namespace, timeout=PATIENT_SECONDS)
+    guard = RedisGuard.from_url(url, namespace=namespace, timeout=PATIENT_SECONDS)
     try:
         return sum(outcome(guard, token_id, NOW + 300, NOW + 10) is True for token_id in accepted)
     finally:
@@ -114,8 +114,15 @@ def redeem_again(url: str, namespace: str, accepted: list[str], *, cluster: bool
 # --- Redis Cluster --------------------------------------------------------------------------------
 
 
-def test_cluster_first_claim_wins_and_second_is_a_replay(cluster_guard: RedisGuard) -> None:
-    assert [cluster_guard.claim(ID, NOW + 300, NOW), cluster_guard.claim(ID, NOW + 300, NOW)] == [True, False]
+def test_cluster_first_claim_wins_and_second_is_a_replay(
+    cluster: Cluster, cluster_guard: RedisGuard, namespace: str
+) -> None:
+    # The replay through another guard: the first refuses a replay of its own claim without asking.
+    other = RedisGuard.from_url(cluster_url(cluster), namespace=namespace, timeout=PATIENT_SECONDS)
+    try:
+        assert [cluster_guard.claim(ID, NOW + 300, NOW), other.claim(ID, NOW + 300, NOW)] == [True, False]
+    finally:
+        other.close()
 
 
 def test_cluster_spreads_claims_over_every_master(
@@ -138,11 +145,12 @@ def test_cluster_spreads_claims_over_every_master(
 
 
 def test_cluster_guard_on_an_existing_client(cluster: Cluster, namespace: str) -> None:
+    # Two guards on the client: a guard refuses a replay of its own claim without asking Redis.
     client = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.masters[1].port)
-    guard = RedisGuard(client, namespace=namespace)
+    guard, other = RedisGuard(client, namespace=namespace), RedisGuard(client, namespace=namespace)
     try:
         guard.begin(BEGUN)
-        assert [guard.claim(ID, NOW + 300, NOW), guard.claim(ID, NOW + 300, NOW)] == [True, False]
+        assert [guard.claim(ID, NOW + 300, NOW), other.claim(ID, NOW + 300, NOW)] == [True, False]
     finally:
         guard.close()
 
@@ -151,9 +159,7 @@ def test_async_cluster_concurrent_claims_of_each_id_win_once(cluster: Cluster, n
     ids = fresh_ids(20)
 
     async def claims() -> list[bool]:
-        guard = AsyncRedisGuard.from_url(
-            cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS
-        )
+        guard = AsyncRedisGuard.from_url(cluster_url(cluster), namespace=namespace, timeout=PATIENT_SECONDS)
         try:
             await guard.begin(BEGUN)
             return await asyncio.gather(*(guard.claim(i, NOW + 300, NOW) for i in ids * 5))
@@ -168,10 +174,15 @@ def test_async_cluster_concurrent_claims_of_each_id_win_once(cluster: Cluster, n
 
 def test_async_cluster_guard_on_an_existing_client(cluster: Cluster, namespace: str) -> None:
     async def claims() -> list[bool]:
-        guard = AsyncRedisGuard(redis.asyncio.cluster.RedisCluster.from_url(cluster.url), namespace=namespace)
+        # Two guards on the client: a guard refuses a replay of its own claim without asking Redis.
+        client = redis.asyncio.cluster.RedisCluster.from_url(cluster.url)
+        guard, other = (
+            AsyncRedisGuard(client, namespace=namespace),
+            AsyncRedisGuard(client, namespace=namespace),
+        )
         try:
             await guard.begin(BEGUN)
-            return [await guard.claim(ID, NOW + 300, NOW), await guard.claim(ID, NOW + 300, NOW)]
+            return [await guard.claim(ID, NOW + 300, NOW), await other.claim(ID, NOW + 300, NOW)]
         finally:
             await guard.aclose()
 
@@ -182,7 +193,7 @@ def test_cluster_paused_master_fails_closed_for_its_keys_only(cluster: Cluster, 
     paused = cluster.masters[0]
     on_paused = id_on(cluster, namespace, paused)
     elsewhere = id_on(cluster, namespace, cluster.masters[1])
-    guard = RedisGuard.from_url(cluster.url, cluster=True, namespace=namespace, timeout=0.5)
+    guard = RedisGuard.from_url(cluster_url(cluster), namespace=namespace, timeout=0.5)
     guard.begin(BEGUN)
     paused.pause()
     try:
@@ -217,14 +228,14 @@ def test_cluster_failover_lets_no_token_be_redeemed_again_without_waiting_for_re
             )
 
         async def scenario() -> tuple[list[str], list[bool | str], list[bool | str]]:
-            options: dict[str, Any] = {"cluster": True, "namespace": namespace}
-            before = RedisGuard.from_url(own.url, timeout=PATIENT_SECONDS, **options)
+            options: dict[str, Any] = {"namespace": namespace, "timeout": PATIENT_SECONDS}
+            before = RedisGuard.from_url(cluster_url(own), **options)
             before.begin(BEGUN)
             accepted = [token_id for token_id in ids if before.claim(token_id, NOW + 300, NOW)]
             before.close()
             # Both guards read the slot map before the failover, and must find the new master after.
-            after = RedisGuard.from_url(own.url, timeout=PATIENT_SECONDS, **options)
-            aafter = AsyncRedisGuard.from_url(own.url, timeout=PATIENT_SECONDS, **options)
+            after = RedisGuard.from_url(cluster_url(own), **options)
+            aafter = AsyncRedisGuard.from_url(cluster_url(own), **options)
             with contextlib.suppress(GuardUnavailable):  # it reads the slot map at its first claim
                 await aafter.claim(id_on(own, namespace, own.masters[1]), NOW + 300, NOW)
             fail_over()
@@ -237,6 +248,8 @@ def test_cluster_failover_lets_no_token_be_redeemed_again_without_waiting_for_re
                     aoutcomes.append(await aafter.claim(token_id, NOW + 320, NOW + 20))
                 except GuardUnavailable as error:
                     aoutcomes.append(str(error))
+                except InvalidToken as refused:
+                    aoutcomes.append(refused.reason)
             after.close()
             await aafter.aclose()
             return accepted, outcomes, aoutcomes
@@ -245,7 +258,7 @@ def test_cluster_failover_lets_no_token_be_redeemed_again_without_waiting_for_re
         assert len(accepted) == 20
         # The guards found the new master (the first claims failed closed while they reread the slot map).
         assert (outcomes[-1], aoutcomes[-1]) == (True, True), (outcomes, aoutcomes)
-        assert redeem_again(successor.url, namespace, accepted, cluster=True) == 0
+        assert redeem_again(cluster_url(successor), namespace, accepted) == 0
 
 
 def node_id(server: Server) -> str:
@@ -278,20 +291,20 @@ def test_a_slot_migrated_to_another_master_refuses_every_token_redeemed_before(n
             if bucket_of(namespace, token_id) == bucket
         )
         ids = [first, *islice(others, 2)]
-        guard = RedisGuard.from_url(own.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+        guard = RedisGuard.from_url(cluster_url(own), namespace=namespace, timeout=PATIENT_SECONDS)
         try:
             guard.begin(BEGUN)
             assert [guard.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 3
         finally:
             guard.close()
         migrate_slot(own, bucket, target)
-        later = RedisGuard.from_url(own.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+        later = RedisGuard.from_url(cluster_url(own), namespace=namespace, timeout=PATIENT_SECONDS)
         try:
             replays = [outcome(later, token_id, NOW + 300, NOW + 10) for token_id in ids]
             unredeemed = outcome(later, next(others), NOW + 300, NOW + 10)
         finally:
             later.close()
-        assert (own.master_of(bucket), replays, unredeemed) == (target, [False] * 3, lost(NOW, NOW + 10))
+        assert (own.master_of(bucket), replays, unredeemed) == (target, [False] * 3, OUTSIDE_MEMORY)
 
 
 # RACE_PROCESSES claims of each id: 4,000 in make test, which proves exactly-once over every master
@@ -305,7 +318,7 @@ def test_processes_racing_on_the_cluster_claim_each_id_exactly_once(
 ) -> None:
     ids = fresh_ids(count)
     won = redis_server.race(
-        cluster.url, namespace, ids, processes=RACE_PROCESSES, seconds=RACE_SECONDS, cluster=True
+        cluster_url(cluster), namespace, ids, processes=RACE_PROCESSES, seconds=RACE_SECONDS
     )
     assert Counter(won) == Counter(ids)
 
@@ -400,7 +413,8 @@ def test_paused_master_fails_closed_after_the_timeout(replicated: Replicated, na
             guard.claim(fresh_ids(1)[0], NOW + 300, NOW)
     finally:
         replicated.master.resume()
-    assert guard.claim(ID, NOW + 300, NOW) is False
+    # Redis answers again: a fresh claim reaches it (a replay of ID this guard refuses by itself).
+    assert guard.claim(fresh_ids(1)[0], NOW + 300, NOW) is True
     guard.close()
 
 
@@ -432,18 +446,22 @@ def test_a_failover_to_an_empty_replica_refuses_every_token_redeemed_before(
     cuttable.link.cut()
     front = redis_server.Link(cuttable.master.port)
     guard = RedisGuard.from_url(front.url, namespace=namespace, timeout=PATIENT_SECONDS)
+    # A guard that saw the memory too, but claimed none of them: the first refuses them by itself.
+    replayer = RedisGuard.from_url(front.url, namespace=namespace, timeout=PATIENT_SECONDS)
     ids = fresh_ids(5)
     try:
         guard.begin(BEGUN)
+        replayer.begin(BEGUN)
         first = [outcome(guard, token_id, NOW + 300, NOW) for token_id in ids]
         cuttable.master.kill()
         redis_server.promote(cuttable.replica)
         front.point_at(cuttable.replica.port)
-        replays = [outcome(guard, token_id, NOW + 300, NOW + 5) for token_id in ids]
+        replays = [outcome(replayer, token_id, NOW + 300, NOW + 5) for token_id in ids]
     finally:
         guard.close()
+        replayer.close()
         front.close()
-    assert (first, replays) == ([True] * 5, [lost(NOW, NOW + 5)] * 5)
+    assert (first, replays) == ([True] * 5, [OUTSIDE_MEMORY] * 5)
 
 
 def test_a_failback_onto_a_detached_replicas_copy_refuses_every_token_redeemed_since(
@@ -474,25 +492,29 @@ def test_a_failback_onto_a_detached_replicas_copy_refuses_every_token_redeemed_s
         replays = [outcome(later, token_id, NOW + 300, NOW + 10) for token_id in ids]
     finally:
         later.close()
-    assert (master.execute("INFO", "server")["run_id"], replays) == (run_id, [lost(NOW, NOW + 10)] * 20)
+    assert (master.execute("INFO", "server")["run_id"], replays) == (run_id, [OUTSIDE_MEMORY] * 20)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_cluster_master_that_forgot_refuses_every_token_redeemed_before(
     cluster: Cluster, namespace: str, flavour: str
 ) -> None:
-    guard = build(flavour, cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    guard = build(flavour, cluster_url(cluster), namespace=namespace, timeout=PATIENT_SECONDS)
     guard.begin(BEGUN)
+    # A guard that saw the memory too, but claimed none of them: the first refuses them by itself.
+    replayer = build(flavour, cluster_url(cluster), namespace=namespace, timeout=PATIENT_SECONDS)
+    replayer.begin(BEGUN)
     forgetful = cluster.masters[0]
     ids = [id_on(cluster, namespace, master) for master in cluster.masters for _ in range(5)]
     try:
         assert [guard.claim(token_id, NOW + 300, NOW) for token_id in ids] == [True] * 15
         forgetful.execute("FLUSHALL")  # its replica follows
-        replays = [outcome(guard, token_id, NOW + 300, NOW + 5) for token_id in ids]
+        replays = [outcome(replayer, token_id, NOW + 300, NOW + 5) for token_id in ids]
     finally:
         guard.close()
+        replayer.close()
     # Its ids find no claim and are refused for the loss; the others are replays of claims still held.
-    assert replays == [lost(NOW, NOW + 5)] * 5 + [False] * 10, replays
+    assert replays == [OUTSIDE_MEMORY] * 5 + [False] * 10, replays
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -500,7 +522,7 @@ def test_a_whole_cluster_flushed_refuses_every_replay_through_a_process_that_nev
     cluster: Cluster, namespace: str, flavour: str
 ) -> None:
     # Before: a process that had not claimed in a slot before the loss accepted its replays (19 of 200).
-    first = build(flavour, cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    first = build(flavour, cluster_url(cluster), namespace=namespace, timeout=PATIENT_SECONDS)
     ids = fresh_ids(60)
     try:
         first.begin(BEGUN)
@@ -509,14 +531,14 @@ def test_a_whole_cluster_flushed_refuses_every_replay_through_a_process_that_nev
         first.close()
     for master in cluster.masters:
         master.execute("FLUSHALL")
-    second = build(flavour, cluster.url, cluster=True, namespace=namespace, timeout=PATIENT_SECONDS)
+    second = build(flavour, cluster_url(cluster), namespace=namespace, timeout=PATIENT_SECONDS)
     try:
         replays = Counter(outcome(second, token_id, NOW + 300, NOW + 5) for token_id in ids)
         # The first replay began every bucket's memory again (at NOW + 5): a token minted later is served.
         fresh = outcome(second, minted(NOW + 11), NOW + 311, NOW + 11)
     finally:
         second.close()
-    assert (replays, fresh) == ({lost(NOW, NOW + 5): 60}, True)
+    assert (replays, fresh) == ({OUTSIDE_MEMORY: 60}, True)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -526,7 +548,7 @@ def test_begin_on_a_cluster_looks_for_claims_of_0_3_on_every_master(
     # One claim, on the master its slot names: a look at one master alone misses it, 2 times in 3.
     claim = f"{namespace}:{hashlib.sha256(b'a 0.3 claim').hexdigest()}"
     cluster.master_of(claim).execute("SET", claim, "1", "EX", "60")
-    guard = build(flavour, cluster.url, cluster=True, namespace=namespace)
+    guard = build(flavour, cluster_url(cluster), namespace=namespace)
     try:
         guard.begin()
     finally:

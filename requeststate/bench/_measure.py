@@ -220,7 +220,9 @@ async def measure_guard(
         now = max(int(time.time()), begun.first_second)
 
         def mint(count: int) -> list[str]:
-            return [minting.encode(state, subject=SUBJECT, tool=TOOL, now=now) for _ in range(count)]
+            # By the guarded codec, as a server mints: a MemoryGuard accepts its own codecs' tokens
+            # from its first second, and no other's minted then.
+            return [codec.encode(state, subject=SUBJECT, tool=TOOL, now=now) for _ in range(count)]
 
         run_level: Callable[[list[str], int], Awaitable[ClaimLevel]]
         if path == SYNC:

@@ -103,12 +103,21 @@ def _read_unverified(token: str, mode: rs.Mode) -> Inspection:
     )
 
 
+# The flags name what encode() was given; protect() binds a string of its own (requeststate.mcp's
+# boundary_tool), so the hint must not promise that the flags verify its tokens.
+_PROTECT_NOTE: Final = (
+    "A token that requeststate.mcp's protect() minted is bound to its request (method, target, "
+    "arguments, audience, principal), which --subject and --tool do not name, except under "
+    "bind='mcpd': --subject the access token's sub, --tool the tool's name"
+)
+
+
 def _binding_hint(mode: rs.Mode, reason: rs.Reason, subject: str | None, tool: str | None) -> str | None:
     # A refusal for want of --subject or --tool: say so when a flag is missing.
     missing = [flag for flag, value in (("--subject", subject), ("--tool", tool)) if value is None]
     if not missing:
         return None
-    fix = f"pass {' and '.join(missing)} as at mint"
+    fix = f"pass {' and '.join(missing)} as encode() was given them. {_PROTECT_NOTE}"
     prefix = mode.prefix
     if reason is rs.Reason.WRONG_BINDING:
         return f"a {prefix} token is bound to the subject and tool it was minted for: {fix}"

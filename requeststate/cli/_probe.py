@@ -12,9 +12,6 @@ from ._shared import EXIT_USAGE
 __all__ = ["add_probe", "run_probe"]
 
 
-_PROBE_NEEDS_MCP = "requeststate probe needs the mcp extra: pip install 'requeststate[mcp]'"
-
-
 def run_probe(args: argparse.Namespace) -> int:
     """``requeststate probe``: the exit code of ``requeststate.probe.run``, or 2 for a usage error."""
     if bool(args.server_command) == bool(args.url):
@@ -31,11 +28,11 @@ def run_probe(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         from requeststate import probe
-    except ModuleNotFoundError as missing:  # the mcp extra (mcp, mcp_types, anyio, httpx2) is absent
-        if (missing.name or "").partition(".")[0] in ("mcp", "mcp_types", "anyio", "httpx2"):
-            print(_PROBE_NEEDS_MCP, file=sys.stderr)
-            return EXIT_USAGE
-        raise
+    except ImportError as missing:
+        if missing.name != "requeststate.probe":  # the probe names itself when its extra is missing
+            raise
+        print(f"error: {missing}", file=sys.stderr)
+        return EXIT_USAGE
     headers = dict(args.header)
     if args.url:
         target, *others = (probe.Target(url=url, headers=headers) for url in args.url)
@@ -137,7 +134,8 @@ and whether the client can read it. Given the workers of one deployment (--url
 once per worker, or --workers N to start the command N times), a state minted
 by one is sent to the others and redeemed on one then another, and every check
 crosses workers; behind one URL, under --single-use, a refused replay is sent
-again over 7 new connections.
+again over 7 new connections, which reach only the workers the balancer picks
+(with client-IP affinity, one): the report's coverage line says so.
 
 A check FAILs when the server accepts: it answers with a normal result, or
 with an input-required that moves on; the row names the flaw that proves. It

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import time
 from collections.abc import Mapping
 from typing import Any, Final, Unpack
@@ -133,9 +134,11 @@ class Boundary:
 
         ``protect`` runs it each time the server starts serving, before its first request:
         it calls the guard's ``begin()`` (awaited, or in a worker thread) and sleeps until
-        the first second it returns, logging one INFO line that says how long: up to the
-        guard's ``clock_skew + 1`` seconds on a new or forgetful store, none on a store in
-        use. A guard without ``begin`` (or no guard) has nothing to wait for.
+        the first second it returns, logging one line, naming this process, that says how
+        long: up to the guard's ``clock_skew + 1`` seconds on a new or forgetful store (a
+        WARNING: the server holds off serving, and tokens minted before the store's memory
+        began are refused), none on a store in use (INFO). A guard without ``begin`` (or no
+        guard) has nothing to wait for.
 
         Raises:
             GuardUnavailable: the guard could not begin (its store did not answer), with
@@ -157,9 +160,13 @@ class Boundary:
                 f"the replay guard did not begin, so the server does not start: {error}{cause}"
             ) from None
         wait = max(0.0, ready - time.time())
-        logger.info(
-            "requestState guard %s began: the tokens this server mints are accepted %s",
+        # A wait is a WARNING so that it shows where only Python's last-resort handler does (uvicorn
+        # configures its own loggers alone): a start that pauses must say why (docs/deployment.md).
+        logger.log(
+            logging.WARNING if wait else logging.INFO,
+            "requestState guard %s began in process %d: the tokens this server mints are accepted %s",
             type(self._guard).__name__,
+            os.getpid(),
             f"in {wait:.1f} s, when it serves" if wait else "at once",
         )
         await anyio.sleep(wait)
@@ -256,11 +263,12 @@ class Boundary:
         if counts is not None:
             counts.refused(reason)
         logger.warning(
-            "requestState refused: method=%s target=%r id=%s reason=%s",
+            "requestState refused: method=%s target=%r id=%s reason=%s pid=%d",
             ctx.method,
             _logged_target(ctx),
             _logged_id(ctx),
             logged,
+            os.getpid(),  # the worker that refused, in the message: a bare handler prints no more
             exc_info=exc_info,
         )
         if reason is rs.Reason.GUARD_UNAVAILABLE:

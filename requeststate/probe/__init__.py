@@ -24,7 +24,8 @@ other state those that attack a state, with fewer bits flipped):
   a state redeemed on one redeemed again on another, and every other check with
   its states sent to another worker than the one that minted them. Behind one
   URL, under ``single_use``, a refused replay is sent again over new connections,
-  which a load balancer spreads over the workers.
+  which a load balancer places on the workers it picks (one, under client-IP
+  affinity): the report's ``coverage`` says what one address covers.
 
 It needs nothing from the server but the wire.
 
@@ -57,10 +58,24 @@ A hostile server cannot break the probe: every message it sends is bounded (4 Mi
 a few pages, and a server that breaks the protocol ends the probe with
 ``ProbeError`` (exit 2), never a verdict on its state.
 
-The package imports ``mcp``; the command line imports it only when ``probe`` runs.
+The package imports ``mcp``; the command line imports it only when ``probe`` runs. Without the
+``mcp`` extra, importing the package raises an ``ImportError`` named ``requeststate.probe`` that
+says what to install: the command line and the pytest fixture tell it from any other.
 """
 
 from __future__ import annotations
+
+try:  # the mcp extra, all of it: the probe imports each of these
+    import anyio  # noqa: F401
+    import httpx2  # noqa: F401
+    import mcp  # noqa: F401
+    import mcp_types  # noqa: F401
+except ImportError as missing:
+    raise ImportError(
+        "requeststate.probe needs the mcp extra: pip install 'requeststate[mcp]' "
+        f"(cannot import {missing.name})",
+        name=__name__,
+    ) from missing
 
 from ._report import Check, ProbeOptions, Report, Result, Scope, Target
 from ._run import DEFAULT_TIMEOUT, probe, run

@@ -127,7 +127,13 @@ async def replay(plan: Plan) -> Verdict:
         if behind is not None:
             return "FAIL", behind
         tried = plan.fresh_connections if plan.options.single_use else 0
-        note = f", and so over {tried} new connections" if tried else ""
+        # What was measured: the workers those connections reached, and one address cannot say which.
+        note = (
+            f", and so over {tried} new connections to this one address: single use on the workers "
+            "they reached, not proof for a fleet (see coverage)"
+            if tried
+            else ""
+        )
         verdict, detail = judge([twice], note)
         return verdict, f"single-use: the second redemption is {detail}"
     if plan.options.single_use:

@@ -118,8 +118,11 @@ class ProbeOptions:
                 raise ValueError(f"{name} must be a positive int, not {value!r}")
 
 
-# The one check whose FAIL accepts nothing: the state is readable, not forgeable.
-_READABLE: Final = "confidential"
+# The checks whose FAIL accepts nothing, and what the headline says of it.
+_NOTHING_ACCEPTED: Final = {
+    "confidential": "the client can read the state",
+    "fleet_shared": "a worker refused a state another worker minted",
+}
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,7 @@ class Report:
     scopes: list[Scope] = field(default_factory=list)
     budget: str = ""
     workers: list[str] = field(default_factory=list)  # a deployment's workers, the target first
+    coverage: str = ""  # behind one address: the checks reached only some workers, which and how many unknown
 
     def counts(self) -> dict[Result, int]:
         """How many checks ended in each result."""
@@ -200,9 +204,9 @@ class Report:
             EXIT_SETUP: "some checks could not complete",
         }[self.exit_code]
         failed = {check.id for check in self.checks if check.result == "FAIL"}
-        if failed == {_READABLE}:
-            # Nothing was accepted: the one FAIL is that the client reads the state.
-            verdict = "no attempt was accepted, but the client can read the state"
+        if failed and failed <= _NOTHING_ACCEPTED.keys():
+            said = [said for id_, said in _NOTHING_ACCEPTED.items() if id_ in failed]
+            verdict = "no attempt was accepted, but " + " and ".join(said)
         if self.exit_code == EXIT_OK and counts["WARN"]:
             verdict += ", but WARN rows prove nothing: read them"
         return f"{', '.join(shown)}: {verdict}"
@@ -216,6 +220,8 @@ class Report:
         Server-provided text is escaped, as in the table.
         """
         lines = [self.headline()]
+        if self.coverage:
+            lines.append(f"coverage: {escape(self.coverage)}")
         several = len(self.scopes) > 1
         found: dict[tuple[Result, str], list[Check]] = {}
         for check in self.checks:
@@ -245,6 +251,8 @@ class Report:
         lines = [f"requeststate probe: {escape(self.target.describe())}"]
         if self.workers:
             lines.append(f"workers:   {escape(', '.join(self.workers))}")
+        if self.coverage:
+            lines.append(f"coverage:  {escape(self.coverage)}")
         lines += [
             f"server:    {escape(self.server) or '(unnamed)'}, protocol {escape(self.protocol)}",
             f"{self.kind + ':':10} {escape(self.tool)} {arguments}, asks for: {asks}",
@@ -278,6 +286,7 @@ class Report:
             "state": self.state,
             "baseline": self.baseline,
             "workers": self.workers,
+            "coverage": self.coverage,
             "budget": self.budget,
             "scopes": [
                 {"scope": s.name, "state": s.state, "baseline": s.baseline, "probed": s.probed}

@@ -12,7 +12,7 @@ state = rs.decode(token, keys, mode="encrypted", subject=user, guard=guard)
 ```
 
 A guard works with one Redis (`redis.Redis`), a Redis Cluster
-(`redis.cluster.RedisCluster`: `from_url(url, cluster=True)`), and a master
+(`redis.cluster.RedisCluster`: `from_url("redis+cluster://host:port")`), and a master
 with replicas; docs/replay-guards.md says how to build a guard for each.
 
 Each claim is one Lua script, atomic on the server, on a sorted set of claims
@@ -37,7 +37,7 @@ at start, so that a new Redis accepts the first tokens.
 
 A guard fails closed: `claim` raises `GuardUnavailable` and the token is
 refused whenever it cannot tell, whatever the cause (no answer, an error
-reply, this process's own pool full). Build your own client with
+reply, this process's own pool busy past the timeout). Build your own client with
 `socket_timeout` and `socket_connect_timeout` (`from_url` does), and without
 retries, or a claim may wait for redis-py's defaults.
 """
@@ -55,18 +55,20 @@ except ImportError as missing:  # the extra is not installed
 
 from ._async import AsyncClient, AsyncRedisGuard
 from ._buckets import CLUSTER_BUCKETS, ClaimLocation, claim_location
-from ._settings import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, GuardOptions
+from ._settings import DEFAULT_CLOCK_SKEW, DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, MAX_CONNECTIONS, SCHEMES
 from ._sync import Client, RedisGuard
 
 __all__ = [
     "CLUSTER_BUCKETS",
+    "DEFAULT_CLOCK_SKEW",
     "DEFAULT_NAMESPACE",
     "DEFAULT_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "SCHEMES",
     "AsyncClient",
     "AsyncRedisGuard",
     "ClaimLocation",
     "Client",
-    "GuardOptions",
     "RedisGuard",
     "claim_location",
 ]

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import Any, Final, TypeAlias, Unpack, final
+from typing import Any, Final, TypeAlias, final
 
 import redis.asyncio
 import redis.asyncio.cluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from requeststate._seam import Answer, Ledger
+
 from ._base import GuardBase
 from ._script import CLAIM_SCRIPT, ERRORS, log, unanswered
-from ._settings import GuardOptions
+from ._settings import MAX_CONNECTIONS
 
 __all__ = ["AsyncClient", "AsyncRedisGuard"]
 
@@ -31,37 +34,49 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
     ``RedisGuard``'s. Calling ``await aclose()`` closes the client.
     """
 
-    __slots__ = ("_script",)
+    __slots__ = ("_turns",)
 
-    def __init__(self, client: AsyncClient, **options: Unpack[GuardOptions]) -> None:
-        """Guard with ``client``, a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``.
-
-        The options are ``GuardOptions``.
-
-        Raises:
-            TypeError, ValueError: a client of another kind, or a bad option (all are checked here).
-        """
-        super().__init__(client, **options)
-        self._script: Final = client.register_script(CLAIM_SCRIPT)  # as RedisGuard's
+    def _setup(self, client: AsyncClient, ledger: Ledger, *, timeout: float | None) -> None:
+        super()._setup(client, ledger, timeout=timeout)
+        # redis-py's asyncio cluster client refuses a connection past its max_connections, where
+        # a pool waits for one: from_url's cluster guard makes its claims wait their turn instead,
+        # at most MAX_CONNECTIONS at once (so at most that many connections to any node).
+        cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
+        self._turns = asyncio.Semaphore(MAX_CONNECTIONS) if cluster and timeout is not None else None
 
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``RedisGuard.claim``."""
-        claim, key, args = self._prepare(token_id, expires_at, now)
-        client = self._client
+        prepared = self._prepare(token_id, expires_at, now)
+        if prepared is None:
+            return False
+        claim, key, args = prepared
         try:
-            if isinstance(client, redis.asyncio.cluster.RedisCluster):
-                # Reads the slot map once, under the client's lock: concurrent first commands
-                # of a new client otherwise race to read it, and some fail.
-                await client.initialize()
-            answer = self._read(await self._script(keys=[key], args=args))
+            answer = await self._claim_in_turn(key, args)
         except ERRORS as error:
             raise unanswered(error, "the claim") from error
+        except TimeoutError as error:  # no turn came within the timeout
+            raise unanswered(error, "the claim") from None
         if self._marks_every_bucket(answer):
             try:
                 await self._mark(now)
             except ERRORS as error:
                 log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
         return self._ledger.settle(claim, answer)
+
+    async def _claim_in_turn(self, key: str, args: tuple[int | str, ...]) -> Answer:
+        turns, client = self._turns, self._client
+        if turns is not None:
+            async with asyncio.timeout(self._timeout):
+                await turns.acquire()
+        try:
+            if isinstance(client, redis.asyncio.cluster.RedisCluster):
+                # Reads the slot map once, under the client's lock: concurrent first commands
+                # of a new client otherwise race to read it, and some fail.
+                await client.initialize()
+            return self._read(await self._script(keys=[key], args=args))
+        finally:
+            if turns is not None:
+                turns.release()
 
     async def begin(self, now: int | None = None) -> int:
         """Record in Redis that its memory of the claims begins now; see ``RedisGuard.begin``."""
@@ -103,9 +118,15 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
         return isinstance(client, redis.asyncio.cluster.RedisCluster)
 
     @classmethod
-    def _connect(cls, url: str, *, cluster: bool, timeouts: dict[str, Any]) -> AsyncClient:
-        kind = redis.asyncio.cluster.RedisCluster if cluster else redis.asyncio.Redis
-        return kind.from_url(url, retry=Retry(NoBackoff(), 0), **timeouts)
+    def _connect(cls, address: str, *, cluster: bool, timeout: float, options: dict[str, Any]) -> AsyncClient:
+        if cluster:  # bounded by the guard's turns (_setup): this client refuses rather than wait
+            return redis.asyncio.cluster.RedisCluster.from_url(
+                address, retry=Retry(NoBackoff(), 0), **options
+            )
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            address, max_connections=MAX_CONNECTIONS, timeout=timeout, retry=Retry(NoBackoff(), 0), **options
+        )
+        return redis.asyncio.Redis.from_pool(pool)
 
     async def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or names another memory; the script's replies."""

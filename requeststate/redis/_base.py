@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Final, Generic, Self, TypeVar, Unpack
+from typing import Any, Final, Generic, Self, TypeAlias, TypeVar
 
-from requeststate import DEFAULT_CLOCK_SKEW
 from requeststate._seam import Answer, Claim, Ledger
 
 from ._buckets import bucket_key, bucket_of
-from ._script import arguments, log, read
-from ._settings import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, GuardOptions, buckets_for, client_options
+from ._script import CLAIM_SCRIPT, arguments, log, read
+from ._settings import (
+    DEFAULT_CLOCK_SKEW,
+    DEFAULT_NAMESPACE,
+    DEFAULT_TIMEOUT,
+    buckets_for,
+    client_options,
+    read_url,
+)
 
 __all__ = ["GuardBase"]
 
 SCANNED_FOR_0_3: Final = 10_000
 """How many keys ``begin`` looks at (on each master) for requeststate 0.3's claims: a sample, not a proof."""
+_Prepared: TypeAlias = "tuple[Claim, str, tuple[int | str, ...]]"
+"""A claim, the set it goes to, and the script's arguments."""
 ClientT = TypeVar("ClientT")
 """The client a guard claims through: ``Client`` (``RedisGuard``) or ``AsyncClient`` (``AsyncRedisGuard``)."""
 
@@ -23,44 +31,71 @@ ClientT = TypeVar("ClientT")
 class GuardBase(ABC, Generic[ClientT]):
     """A replay guard on a Redis client but for its I/O: the client, its settings, and the shared rules."""
 
-    __slots__ = ("_buckets", "_client", "_db", "_ledger", "bucket_keys")
+    __slots__ = ("_buckets", "_client", "_db", "_ledger", "_script", "_timeout", "bucket_keys")
 
-    def __init__(self, client: ClientT, **options: Unpack[GuardOptions]) -> None:
+    def __init__(
+        self, client: ClientT, *, namespace: str = DEFAULT_NAMESPACE, clock_skew: int = DEFAULT_CLOCK_SKEW
+    ) -> None:
+        """Guard with ``client``; ``namespace``: one per application sharing a Redis (no ``{`` on a
+        cluster); ``clock_skew``: seconds that any two hosts' clocks (and Redis's) may differ by, the
+        same for every verifier of a namespace (default ``DEFAULT_CLOCK_SKEW``).
+
+        Raises:
+            TypeError, ValueError: a client of another kind, or a bad option (all are checked here).
+        """
+        self._setup(client, _ledger(namespace, clock_skew, cluster=self._check_client(client)), timeout=None)
+
+    def _setup(self, client: ClientT, ledger: Ledger, *, timeout: float | None) -> None:
         cluster = self._check_client(client)
-        buckets = buckets_for(options, cluster=cluster)
-        self._ledger: Final = _ledger(options)
-        self._buckets: Final = buckets
-        self.bucket_keys: Final = tuple(
-            bucket_key(self._ledger.namespace, bucket, buckets) for bucket in range(buckets)
-        )
+        self.bucket_keys = _bucket_keys(ledger.namespace, cluster)
+        self._buckets = len(self.bucket_keys)
+        self._ledger = ledger
         # The database the marker names: a SWAPDB moves a set to another one. A cluster has db 0 only.
-        self._db: Final = 0 if cluster else int(client.connection_pool.connection_kwargs.get("db", 0))  # type: ignore[attr-defined]
-        self._client: Final = client
+        self._db = 0 if cluster else int(client.connection_pool.connection_kwargs.get("db", 0))  # type: ignore[attr-defined]
+        self._client = client
+        self._timeout = timeout
+        # EVALSHA, and the script itself only when Redis does not have it yet (NOSCRIPT: not run).
+        self._script = client.register_script(CLAIM_SCRIPT)  # type: ignore[attr-defined]
 
     @classmethod
     def from_url(
         cls,
         url: str,
         *,
-        cluster: bool = False,
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Unpack[GuardOptions],
+        namespace: str | None = None,
+        timeout: float | None = None,
+        clock_skew: int | None = None,
     ) -> Self:
-        """A guard on a new client for ``url``, waiting at most ``timeout`` seconds to connect or answer.
+        """A guard on a new client for ``url``: ``redis://host:port/db``, ``rediss://`` (TLS), or
+        ``redis+cluster://host:port`` (``rediss+cluster``) for a Redis Cluster, from any of its nodes.
 
-        ``cluster=True`` builds a Redis Cluster client from the URL of any node of
-        the cluster: the sync client connects at once, to read the slot map; the
-        asyncio client reads it at its first claim. The client does not retry: a
-        retried claim whose first answer was lost would read the guard's own claim as
-        a replay. The other options are ``GuardOptions``.
+        The options (``namespace``, ``clock_skew``, and ``timeout``: how long the client waits
+        to connect, for an answer, or for one of its at most ``MAX_CONNECTIONS`` connections;
+        default ``DEFAULT_TIMEOUT``) go in the URL's query (``?timeout=0.5``) or by keyword, each
+        once. The sync cluster client connects at once, to read the slot map; the asyncio
+        client reads it at its first claim. The client does not retry: a retried claim whose
+        first answer was lost would read the guard's own claim as a replay.
+
+        Raises:
+            TypeError, ValueError: a URL of another form or a bad option, naming no part of the URL.
         """
-        # The options are checked before a client exists (a sync cluster client connects at once,
-        # and one built for a refused guard would be left open), and the guard checks them again,
-        # as it does whoever built its client.
-        buckets_for(options, cluster=cluster)
-        _ledger(options)
-        client = cls._connect(url, cluster=cluster, timeouts=client_options(timeout))
-        return cls(client, **options)
+        given = {"namespace": namespace, "timeout": timeout, "clock_skew": clock_skew}
+        read = read_url(url, given)
+        settings = dict(read.options)
+        timeout = float(settings.pop("timeout", DEFAULT_TIMEOUT))  # type: ignore[arg-type]
+        # Checked before a client exists: a sync cluster client connects at once, and one built
+        # for a refused guard would be left open.
+        ledger = _ledger(
+            settings.get("namespace", DEFAULT_NAMESPACE),
+            settings.get("clock_skew", DEFAULT_CLOCK_SKEW),
+            cluster=read.cluster,
+        )
+        client = cls._connect(
+            read.address, cluster=read.cluster, timeout=timeout, options=client_options(timeout)
+        )
+        guard = cls.__new__(cls)
+        guard._setup(client, ledger, timeout=timeout)
+        return guard
 
     @property
     def client(self) -> ClientT:
@@ -68,9 +103,20 @@ class GuardBase(ABC, Generic[ClientT]):
         return self._client
 
     @property
+    def namespace(self) -> str:
+        """The prefix of every key this guard writes."""
+        return self._ledger.namespace
+
+    @property
     def clock_skew(self) -> int:
         """Seconds that any two hosts' clocks may differ by, as the namespace's verifiers all use."""
         return self._ledger.clock_skew
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds ``from_url``'s client waits for Redis; ``None`` for a client given to the guard
+        (its own timeouts)."""
+        return self._timeout
 
     def learn_leeway(self, leeway: int) -> None:
         """Called by each ``Codec`` built with this guard, with its ``leeway``.
@@ -87,9 +133,14 @@ class GuardBase(ABC, Generic[ClientT]):
             shown.append(f"clock_skew={self._ledger.clock_skew}")
         return f"{type(self).__name__}({', '.join(shown)})"
 
-    def _prepare(self, token_id: str, expires_at: int, now: int) -> tuple[Claim, str, tuple[int | str, ...]]:
-        """The claim of ``token_id``, the set it goes to, and the script's arguments."""
+    def _prepare(
+        self, token_id: str, expires_at: int, now: int
+    ) -> tuple[Claim, str, tuple[int | str, ...]] | None:
+        """The claim of ``token_id``, the set it goes to, and the script's arguments; ``None`` for a
+        replay of a claim Redis already answered to this guard (refused without a round trip)."""
         claim = self._ledger.prepare(token_id, expires_at, now)
+        if self._ledger.answered_before(claim):
+            return None
         return claim, self.bucket_keys[bucket_of(claim.member, self._buckets)], self._args(claim)
 
     def _marker_args(self, now: int) -> tuple[int | str, ...]:
@@ -97,7 +148,7 @@ class GuardBase(ABC, Generic[ClientT]):
         return self._args(self._ledger.mark(now))
 
     def _args(self, claim: Claim) -> tuple[int | str, ...]:
-        return arguments(claim, self._db, self._ledger.terms)
+        return arguments(claim, self._db)
 
     def _read(self, reply: object) -> Answer:
         return read(self._ledger, reply)
@@ -143,15 +194,17 @@ class GuardBase(ABC, Generic[ClientT]):
 
     @classmethod
     @abstractmethod
-    def _connect(cls, url: str, *, cluster: bool, timeouts: dict[str, Any]) -> ClientT:
-        """A new client for ``url`` (a cluster client if ``cluster``), with ``timeouts`` and no retries."""
+    def _connect(cls, address: str, *, cluster: bool, timeout: float, options: dict[str, Any]) -> ClientT:
+        """A new client for ``address`` (a cluster client if ``cluster``): at most ``MAX_CONNECTIONS``
+        connections, each waited for up to ``timeout``, with ``options`` and no retries."""
 
 
-def _ledger(options: GuardOptions) -> Ledger:
+def _ledger(namespace: object, clock_skew: object, *, cluster: bool) -> Ledger:
     """The shared rules, on the guard's namespace and ``clock_skew`` (which they check)."""
-    return Ledger(
-        options.get("namespace", DEFAULT_NAMESPACE),
-        options.get("clock_skew", DEFAULT_CLOCK_SKEW),
-        log="requeststate.redis",
-        describe="Redis",
-    )
+    buckets_for(namespace, cluster=cluster)
+    return Ledger(namespace, clock_skew, log="requeststate.redis", describe="Redis")  # type: ignore[arg-type]
+
+
+def _bucket_keys(namespace: str, cluster: bool) -> tuple[str, ...]:
+    buckets = buckets_for(namespace, cluster=cluster)
+    return tuple(bucket_key(namespace, bucket, buckets) for bucket in range(buckets))

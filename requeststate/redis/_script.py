@@ -51,13 +51,16 @@ if marker then
     redis.call('ZREM', KEYS[1], marker)
   end
 end
+local now = tonumber(ARGV[3])
+local time = tonumber(redis.call('TIME')[1])
 if not since then
-  since = math.max(tonumber(ARGV[3]), tonumber(redis.call('TIME')[1]))
+  since = math.max(now, time)
   created = 1
   local dated = string.format('%d', since)
   redis.call('ZADD', KEYS[1], '+inf', 'marker|' .. memory .. '|' .. dated .. '|' .. terms)
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
+local prune_before = tonumber(ARGV[4]) - math.max(0, now - time)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', prune_before))
 if ARGV[1] == '' then
   return {'marked', since, created, terms}
 end
@@ -68,7 +71,9 @@ return {'claimed', since, created, terms}
 """
 """KEYS: the sorted set of claims. ARGV: the claim's member ('' to write only the marker), its
 score (the token's expiry plus the leeway), the verifier's now, the score below which claims are
-pruned, the database the client selected, and the verifier's terms. The answer: the status, when
+pruned (by the earlier of the verifier's now and Redis's TIME: one verifier whose clock runs far
+ahead cannot prune claims whose tokens still verify elsewhere), the database the client selected,
+and the verifier's terms. The answer: the status, when
 the set's memory began, 1 if this call began it, and the namespace's terms (the rules of each are
 ``Ledger``'s)."""
 
@@ -85,9 +90,9 @@ ERRORS: Final = (
 )
 
 
-def arguments(claim: Claim, db: int, terms: str) -> tuple[int | str, ...]:
-    """The script's ``ARGV`` for ``claim``, on database ``db``, under the verifier's ``terms``."""
-    return (claim.member, claim.expires_at, claim.now, claim.prune_before, db, terms)
+def arguments(claim: Claim, db: int) -> tuple[int | str, ...]:
+    """The script's ``ARGV`` for ``claim``, on database ``db``."""
+    return (claim.member, claim.expires_at, claim.now, claim.prune_before, db, claim.terms)
 
 
 def read(ledger: Ledger, reply: object) -> Answer:

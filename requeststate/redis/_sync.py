@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Final, TypeAlias, Unpack, final
+from typing import Any, TypeAlias, final
 
 import redis
 import redis.asyncio
@@ -14,7 +14,7 @@ from redis.retry import Retry
 
 from ._base import GuardBase
 from ._script import CLAIM_SCRIPT, ERRORS, log, unanswered
-from ._settings import GuardOptions
+from ._settings import MAX_CONNECTIONS
 
 __all__ = ["Client", "RedisGuard"]
 
@@ -35,32 +35,23 @@ class RedisGuard(GuardBase[Client]):
     Calling ``close()`` closes the client.
     """
 
-    __slots__ = ("_script",)
-
-    def __init__(self, client: Client, **options: Unpack[GuardOptions]) -> None:
-        """Guard with ``client``, a sync ``redis.Redis`` or ``redis.cluster.RedisCluster``.
-
-        An asyncio client needs ``AsyncRedisGuard``. The options are ``GuardOptions``.
-
-        Raises:
-            TypeError, ValueError: a client of another kind, or a bad option (all are checked here).
-        """
-        super().__init__(client, **options)
-        # EVALSHA, and the script itself only when Redis does not have it yet (NOSCRIPT: not run).
-        self._script: Final = client.register_script(CLAIM_SCRIPT)
+    __slots__ = ()
 
     def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
-            GuardUnavailable: Redis did not record the claim or answered an error; the
-                token was minted before Redis's memory of the claims began (plus
-                ``clock_skew``), or after ``now`` plus ``clock_skew``, or its id does
-                not tell when; or the namespace's verifiers use another ``clock_skew``
-                or leeway.
+            GuardUnavailable: Redis did not record the claim or answered an error, or the
+                namespace's verifiers use another ``clock_skew`` or leeway.
+            InvalidToken: ``outside_memory``: the token was minted before Redis's memory of
+                the claims began (plus ``clock_skew``), or after ``now`` plus ``clock_skew``,
+                or its id does not tell when.
             ValueError: ``expires_at`` is before ``now``.
         """
-        claim, key, args = self._prepare(token_id, expires_at, now)
+        prepared = self._prepare(token_id, expires_at, now)
+        if prepared is None:
+            return False
+        claim, key, args = prepared
         try:
             answer = self._read(self._script(keys=[key], args=args))
         except ERRORS as error:
@@ -130,9 +121,15 @@ class RedisGuard(GuardBase[Client]):
         return isinstance(client, redis.cluster.RedisCluster)
 
     @classmethod
-    def _connect(cls, url: str, *, cluster: bool, timeouts: dict[str, Any]) -> Client:
-        kind = redis.cluster.RedisCluster if cluster else redis.Redis
-        return kind.from_url(url, retry=Retry(NoBackoff(), 0), **timeouts)
+    def _connect(cls, address: str, *, cluster: bool, timeout: float, options: dict[str, Any]) -> Client:
+        if cluster:  # a pool per node, refusing (not waiting for) a connection past the most
+            return redis.cluster.RedisCluster.from_url(
+                address, retry=Retry(NoBackoff(), 0), max_connections=MAX_CONNECTIONS, **options
+            )
+        pool = redis.BlockingConnectionPool.from_url(
+            address, max_connections=MAX_CONNECTIONS, timeout=timeout, retry=Retry(NoBackoff(), 0), **options
+        )
+        return redis.Redis.from_pool(pool)
 
     def _mark(self, now: int) -> list[object]:
         """Write each bucket's marker that is missing or names another memory; the script's replies."""

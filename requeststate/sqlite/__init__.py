@@ -17,6 +17,20 @@ The rules that make single use hold are the Redis guard's, in one place
 
 from __future__ import annotations
 
-from ._guards import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, AsyncSQLiteGuard, SQLiteGuard
+from ._guards import (
+    DEFAULT_CLOCK_SKEW,
+    DEFAULT_NAMESPACE,
+    DEFAULT_TIMEOUT,
+    SCHEMES,
+    AsyncSQLiteGuard,
+    SQLiteGuard,
+)
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "AsyncSQLiteGuard", "SQLiteGuard"]
+__all__ = [
+    "DEFAULT_CLOCK_SKEW",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TIMEOUT",
+    "SCHEMES",
+    "AsyncSQLiteGuard",
+    "SQLiteGuard",
+]

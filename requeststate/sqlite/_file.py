@@ -1,4 +1,4 @@
-"""The SQLite file a guard keeps its claims in: opened, checked to be the file at its path, claimed in.
+"""The SQLite file a guard keeps its claims in: created, opened, checked, claimed in.
 
 This module says how SQLite runs the shared rules (``requeststate``'s ``Ledger``)
 atomically: one ``BEGIN IMMEDIATE`` transaction per claim, which every process on the
@@ -9,23 +9,30 @@ host serialises on the file's lock. Two tables, shared by every namespace:
 - ``requeststate_claims``: each claim's digest and its score (the token's expiry plus
   the leeway), indexed by score for pruning.
 
+Every claim and every lock is in the main file: the journal is a rollback journal
+(``journal_mode=TRUNCATE``), not a write-ahead log, whose ``-wal`` and ``-shm`` files SQLite
+names after the path: workers that opened one file under two names (a hard link, a file
+bind-mounted into a container) each had a log and locks of their own and accepted every
+token once each, as did workers after ``-shm`` was deleted under them. A file with a
+second name is refused: one with more than one link, and one that is a mount point of its
+own. Every commit is synced to disk (``synchronous=FULL``) before the claim counts, so a
+crash of the host loses no claim: the file's memory ends only with the file.
+
 A file that is new, deleted, replaced or truncated has no marker (a new file, a
 recreated one) or is not the file this connection has open: before each claim, inside
 the transaction, the path is checked to name the file the connection holds (device and
 inode), and a connection on a file that is gone or replaced is closed and opened again
 on the file the path now names, whose marker is missing: a loss, seen as any loss is.
 
-The memory a marker names is the host's boot (Linux's ``boot_id``): the file is in
-write-ahead-log mode with ``synchronous=NORMAL``, where a commit survives the crash of any
-process (the kernel holds it) but not a crash of the host, which may undo the last
-claims. A host that booted again has another boot id, so its first claim sees a loss, as
-a Redis restart is seen. Where no boot id can be read, every commit is synced to disk
-(``synchronous=FULL``) and the marker names no boot.
+Only this process's user may write the file: the guard creates it ``0600`` (never through
+a symbolic link), and refuses one owned by another user or writable by group or others,
+whose owner could delete claims.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -35,7 +42,7 @@ from typing import Final
 from requeststate import GuardUnavailable
 from requeststate._seam import Answer, Claim, Status
 
-__all__ = ["SCHEMA", "SQLiteFile", "host_boot"]
+__all__ = ["SCHEMA", "SQLiteFile"]
 
 SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS requeststate_markers (namespace TEXT PRIMARY KEY, "
@@ -47,27 +54,30 @@ SCHEMA: Final = (
 )
 """The tables, created on a file that lacks them (a new file, or one truncated or recreated)."""
 
+JOURNAL: Final = "truncate"
+"""The file's journal: a rollback journal, which keeps every claim and lock in the main file."""
 
-_BOOT_ID: Final = "/proc/sys/kernel/random/boot_id"
+MEMORY: Final = "file"
+"""What a marker's memory names: the file itself, which loses no synced commit.
+
+A marker that names anything else was written by a version whose commits a crash of the
+host could undo (requeststate 0.4.0 named the host's boot): it is a loss, once.
+"""
+
+# Filesystems whose locks do not serialise the processes of one host with SQLite's.
+_NETWORK_FILESYSTEMS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs"})
+_MOUNTS: Final = "/proc/self/mountinfo"
 
 
-def host_boot() -> str | None:
-    """This host's boot id (Linux), which changes with every boot; ``None`` where there is none."""
-    try:
-        with open(_BOOT_ID, encoding="ascii") as boot:
-            return boot.read().strip() or None
-    except OSError:
-        return None
-
-
-class _Replaced(Exception):
-    """The path no longer names the file this connection holds."""
+class _Reopen(Exception):
+    """The connection no longer holds the file as a claim needs it: the path names another
+    file, or another program switched the file to a write-ahead log."""
 
 
 class SQLiteFile:
     """One connection to the file at ``path``, reopened when the path names another file; thread-safe."""
 
-    __slots__ = ("_boot", "_clock", "_connection", "_held", "_lock", "path", "timeout")
+    __slots__ = ("_clock", "_connection", "_held", "_lock", "path", "timeout")
 
     def __init__(self, path: str, *, timeout: float, clock: Callable[[], float] = time.time) -> None:
         self.path: Final = path
@@ -76,26 +86,27 @@ class SQLiteFile:
         self._lock: Final = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._held: tuple[int, int] | None = None  # (device, inode) of the file the connection holds
-        self._boot: Final = host_boot()
 
     def claim(self, namespace: str, claim: Claim, terms: str) -> Answer:
         """Run ``claim`` atomically in the file: the marker, pruning, and the claim itself.
 
         Raises:
-            GuardUnavailable: the file could not be opened, locked in time, or written.
+            GuardUnavailable: the file could not be opened, locked in time, or written, or it
+                is refused (a second name, another owner, writable by others).
         """
         with self._lock:
             try:
                 try:
                     return self._claim_once(namespace, claim, terms)
-                except _Replaced:
+                except _Reopen:
                     self._close()
                     return self._claim_once(namespace, claim, terms)
-            except (sqlite3.Error, OSError, _Replaced) as error:
+            except GuardUnavailable:
+                self._close()
+                raise
+            except (sqlite3.Error, OSError, _Reopen) as error:
                 self._close()  # whatever broke, the next claim starts on a fresh connection
-                raise GuardUnavailable(
-                    f"the SQLite file did not record the claim ({type(error).__name__})"
-                ) from error
+                raise GuardUnavailable(self._failure(error)) from error
 
     def close(self) -> None:
         """Close the connection; the next claim opens it again."""
@@ -112,9 +123,13 @@ class SQLiteFile:
         try:
             # Under the file's lock: no other process can replace what the path names and
             # claim in the new file between this check and the commit.
-            if _identity(self.path) != self._held:
-                raise _Replaced
-            answer = _run(connection, namespace, claim, terms, self._boot or "", self._clock)
+            found = _stat(self.path)
+            if found is None or (found.st_dev, found.st_ino) != self._held:
+                raise _Reopen
+            _check_unshared(found)  # a link, an owner or a mode may have changed since the open
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != JOURNAL:
+                raise _Reopen  # reopened, the file gets its journal back, or is refused
+            answer = _run(connection, namespace, claim, terms, self._clock)
         except BaseException:
             connection.rollback()
             raise
@@ -122,35 +137,54 @@ class SQLiteFile:
             connection.rollback()
         else:
             connection.commit()
+        # The next claim reads the file, not pages kept from this one: SQLite trusts its cache
+        # while the file's header counts as many commits and pages as it remembers, and a file
+        # truncated and written again (by another worker) can count as many.
+        connection.execute("PRAGMA shrink_memory")
         return answer
 
     def _open(self) -> sqlite3.Connection:
         if self._connection is not None:
             return self._connection
-        before = _identity(self.path)
+        _create(self.path)
+        before = _stat(self.path)
+        if before is None:
+            raise _Reopen  # deleted since it was created: the next attempt creates it again
+        _check_unshared(before)
+        _check_mount(self.path)
         connection = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
         try:
-            # The path named one file before and after the connection opened it: that file.
-            held = _identity(self.path)
-            if held is None or before not in (None, held):
-                raise _Replaced
-            mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode != "wal":
+            # The path named one file before and after the connection opened it: that file
+            # (SQLite never created another, with its own mode, in between).
+            held = _stat(self.path)
+            if held is None or (held.st_dev, held.st_ino) != (before.st_dev, before.st_ino):
+                raise _Reopen
+            try:
+                mode = connection.execute(f"PRAGMA journal_mode={JOURNAL}").fetchone()[0]
+            except sqlite3.OperationalError:
+                # Leaving a write-ahead log needs the file to itself: another process keeps it open.
+                mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+                if mode != "wal":
+                    raise
+            if mode == "wal":
                 raise GuardUnavailable(
-                    f"the SQLite file's journal cannot be a write-ahead log (it is {mode}): the file must be "
-                    "on a local filesystem that supports shared memory, not a network one"
+                    "the SQLite file is in write-ahead-log mode and another process keeps it open, as a "
+                    "worker of requeststate 0.4.0 does: stop it; a write-ahead log's side files can split "
+                    "the workers"
                 )
-            # A commit a crash of the host could undo is safe only where the marker names the
-            # boot (a new boot is a loss); elsewhere each commit reaches the disk first.
-            connection.execute(f"PRAGMA synchronous={'FULL' if self._boot is None else 'NORMAL'}")
+            if mode != JOURNAL:
+                raise GuardUnavailable(
+                    f"the SQLite file's journal cannot be a rollback journal (it is {mode})"
+                )
+            connection.execute("PRAGMA synchronous=FULL")  # a claim counts once it is on the disk
             for statement in SCHEMA:
                 connection.execute(statement)
         except BaseException:
             connection.close()
             raise
-        self._connection, self._held = connection, held
+        self._connection, self._held = connection, (held.st_dev, held.st_ino)
         return connection
 
     def _close(self) -> None:
@@ -158,42 +192,123 @@ class SQLiteFile:
             self._connection.close()
         self._connection = self._held = None
 
+    def _failure(self, error: BaseException) -> str:
+        """What ``GuardUnavailable`` says of an error of SQLite or of the filesystem."""
+        if getattr(error, "sqlite_errorname", None) == "SQLITE_BUSY":
+            return (
+                f"the SQLite file stayed locked by another connection past the timeout ({self.timeout} s): "
+                "a claim waits no longer"
+            )
+        return f"the SQLite file did not record the claim ({type(error).__name__})"
 
-def _identity(path: str) -> tuple[int, int] | None:
-    """The device and inode the path names now; ``None`` if nothing is there."""
+
+def _create(path: str) -> None:
+    """Create the file at ``path``, ``0600``, unless something is there; never through a link.
+
+    SQLite would create a missing file with its own mode (``0644``), and follow a link to do it.
+    """
     try:
-        found = os.stat(path)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        if os.path.islink(path) and not os.path.exists(path):
+            raise GuardUnavailable(
+                "the SQLite file's path is a symbolic link to no file: the guard creates the file only "
+                "where it can create it 0600 itself; remove the link, or create the file it names"
+            ) from None
+
+
+def _stat(path: str) -> os.stat_result | None:
+    """The file the path names now; ``None`` if nothing is there."""
+    try:
+        return os.stat(path)
     except FileNotFoundError:
         return None
-    return found.st_dev, found.st_ino
+
+
+def _check_unshared(found: os.stat_result) -> None:
+    """``GuardUnavailable`` unless the file has one name, is this user's, and only this user may write it."""
+    if found.st_nlink > 1:
+        raise GuardUnavailable(
+            f"the SQLite file has {found.st_nlink} links (hard links): SQLite names its journal after "
+            "the path, so workers opening it under two names could split; remove the other links"
+        )
+    user = os.geteuid()
+    if found.st_uid != user:
+        raise GuardUnavailable(
+            f"the SQLite file is owned by uid {found.st_uid}, not by this process's user (uid {user}), and "
+            "its owner could delete claims: chown it to this user, or delete it and let the guard create it"
+        )
+    if found.st_mode & 0o022:
+        raise GuardUnavailable(
+            f"the SQLite file is writable by group or others (mode {found.st_mode & 0o777:o}), who could "
+            "delete claims: chmod 600 it"
+        )
+
+
+def _check_mount(path: str) -> None:
+    """``GuardUnavailable`` for a file mounted alone (a second name) or on a network filesystem."""
+    real = os.path.realpath(path)
+    try:
+        with open(_MOUNTS, encoding="utf-8", errors="surrogateescape") as mounts:
+            lines = mounts.read().splitlines()
+    except OSError:
+        return  # not Linux: nothing to read
+    best, filesystem = "", ""
+    for line in lines:
+        fields, _, after = line.partition(" - ")
+        point = _unescape(fields.split(" ")[4])
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+            best, filesystem = point, after.split(" ")[0]
+    if best == real:
+        raise GuardUnavailable(
+            "the SQLite file is a mount point of its own (a file bind-mounted, as `-v host/claims.db:"
+            "/data/claims.db` does): a worker that opens it under another name would miss the journal "
+            "a crash left; mount the directory that holds it instead"
+        )
+    if filesystem in _NETWORK_FILESYSTEMS:
+        raise GuardUnavailable(
+            f"the SQLite file is on a network filesystem ({filesystem}), whose locks do not serialise "
+            "claims: put it on a local filesystem"
+        )
+
+
+def _unescape(field: str) -> str:
+    """A path of /proc/self/mountinfo, whose spaces, tabs, newlines and backslashes are octal."""
+    return re.sub(r"\\([0-7]{3})", lambda code: chr(int(code.group(1), 8)), field)
 
 
 def _run(
-    connection: sqlite3.Connection,
-    namespace: str,
-    claim: Claim,
-    terms: str,
-    memory: str,
-    clock: Callable[[], float],
+    connection: sqlite3.Connection, namespace: str, claim: Claim, terms: str, clock: Callable[[], float]
 ) -> Answer:
-    """The shared rules' atomic part, inside the transaction (``requeststate._ledger``'s steps 1 to 4)."""
+    """The shared rules' atomic part, inside the transaction (``requeststate._ledger``'s steps 1 to 4).
+
+    One way out of step 2: the terms of a namespace none of whose claims is live (none
+    expires at or after the prune line) are replaced by this verifier's, as a loss
+    (``since`` is now: every older token is refused). A verifier that began with the wrong
+    terms then no longer locks the right ones out for good, and a live claim made under
+    other terms keeps them.
+    """
     marker = connection.execute(
         "SELECT memory, since, terms FROM requeststate_markers WHERE namespace = ?", (namespace,)
     ).fetchone()
-    began_here = marker is None or marker[0] != memory
+    # Pruned by the earlier of the verifier's clock and the host's: a verifier whose clock runs far
+    # ahead (or was handed a wrong now) prunes no claim whose token still verifies.
+    host_now = int(clock())
+    prune_before = claim.prune_before - max(0, claim.now - host_now)
+    began_here = marker is None or marker[0] != MEMORY or marker[2] != terms
     if began_here:
-        since = max(claim.now, int(clock()))
+        if marker is not None and marker[0] == MEMORY and _holds_live_claim(connection, namespace, prune_before):
+            return Answer(Status.TERMS, marker[1], False, marker[2])
+        since = max(claim.now, host_now)
         connection.execute(
             "INSERT OR REPLACE INTO requeststate_markers (namespace, memory, since, terms) "
             "VALUES (?, ?, ?, ?)",
-            (namespace, memory, since, terms),
+            (namespace, MEMORY, since, terms),
         )
-    elif marker[2] != terms:
-        return Answer(Status.TERMS, marker[1], False, marker[2])
     else:
         since = marker[1]
     connection.execute(
-        "DELETE FROM requeststate_claims WHERE namespace = ? AND expires < ?", (namespace, claim.prune_before)
+        "DELETE FROM requeststate_claims WHERE namespace = ? AND expires < ?", (namespace, prune_before)
     )
     if not claim.member:
         return Answer(Status.MARKED, since, began_here, terms)
@@ -202,3 +317,15 @@ def _run(
         (namespace, claim.member, claim.expires_at),
     ).rowcount
     return Answer(Status.CLAIMED if added == 1 else Status.REPLAYED, since, began_here, terms)
+
+
+def _holds_live_claim(connection: sqlite3.Connection, namespace: str, prune_before: int) -> bool:
+    """Whether ``namespace`` holds a claim that a claim would not prune (one that expires at or
+    after ``prune_before``): a live one."""
+    return (
+        connection.execute(
+            "SELECT 1 FROM requeststate_claims WHERE namespace = ? AND expires >= ? LIMIT 1",
+            (namespace, prune_before),
+        ).fetchone()
+        is not None
+    )

@@ -6,19 +6,37 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from typing import Final, final
+from typing import Final, Self, final
+from urllib.parse import unquote
 
-from requeststate import DEFAULT_CLOCK_SKEW
-from requeststate._seam import Ledger, check_seconds
+from requeststate._seam import Ledger, check_guard_timeout, split_guard_url
 
 from ._file import SQLiteFile
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "AsyncSQLiteGuard", "SQLiteGuard"]
+__all__ = [
+    "DEFAULT_CLOCK_SKEW",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TIMEOUT",
+    "SCHEMES",
+    "AsyncSQLiteGuard",
+    "SQLiteGuard",
+]
 
 DEFAULT_NAMESPACE: Final = "requeststate"
 """The namespace of a guard's claims in the file, unless ``namespace=`` says otherwise."""
 DEFAULT_TIMEOUT: Final = 5.0
-"""Seconds a claim waits for the file's lock before the guard gives up (``GuardUnavailable``)."""
+"""Seconds a claim waits for the file's lock before the guard gives up (``GuardUnavailable``).
+
+Longer than Redis's 0.25 s: a claim waits its turn behind every other worker's claim on
+the host, each a transaction synced to disk (tens of milliseconds on a slow disk), where a
+Redis claim waits for one answer."""
+DEFAULT_CLOCK_SKEW: Final = 0
+"""Seconds the clocks of the processes that mint and verify may differ by: none, as they
+read one host's clock. A fleet whose workers begin on a new file then serves within a
+second, not ``requeststate.DEFAULT_CLOCK_SKEW`` seconds later. Raise it only if tokens
+verified here are minted on another host."""
+SCHEMES: Final = ("sqlite",)
+"""The schemes of its URL: ``sqlite:////absolute/path.db``."""
 
 
 class _SQLiteGuardBase:
@@ -38,6 +56,8 @@ class _SQLiteGuardBase:
         text = os.fspath(path)
         if not isinstance(text, str):
             raise TypeError(f"path must be a str or os.PathLike[str], not {type(text).__name__}")
+        if "\0" in text:
+            raise ValueError("path must not contain a NUL byte")
         if not os.path.isabs(text):
             raise ValueError(
                 f"path must be absolute, not {text!r}: the workers that share the file may not share a "
@@ -48,7 +68,34 @@ class _SQLiteGuardBase:
         self._ledger: Final = Ledger(
             namespace, clock_skew, log="requeststate.sqlite", describe="the SQLite file"
         )
-        self._file: Final = SQLiteFile(text, timeout=check_seconds("timeout", timeout), clock=clock)
+        self._file: Final = SQLiteFile(text, timeout=check_guard_timeout(timeout), clock=clock)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        namespace: str | None = None,
+        timeout: float | None = None,
+        clock_skew: int | None = None,
+    ) -> Self:
+        """A guard on the file ``sqlite:////absolute/path.db`` names (four slashes: the path is absolute).
+
+        The options (``namespace``, ``timeout``, ``clock_skew``) are the constructor's, in the
+        URL's query (``?timeout=2``) or by keyword, each once.
+
+        Raises:
+            TypeError, ValueError: a URL of another form, or a bad option; never naming a part of it.
+        """
+        given = {"namespace": namespace, "timeout": timeout, "clock_skew": clock_skew}
+        parts, settings = split_guard_url(url, SCHEMES, given)
+        file = unquote(parts.path[1:])
+        if parts.netloc or not os.path.isabs(file):
+            raise ValueError(
+                "the guard URL must name the SQLite file by its absolute path, after four slashes: "
+                "sqlite:////var/lib/app/claims.db (workers may not share a working directory)"
+            )
+        return cls(file, **settings)  # type: ignore[arg-type]  # each option checked by the constructor
 
     @property
     def path(self) -> str:
@@ -65,17 +112,24 @@ class _SQLiteGuardBase:
         """Seconds that any two hosts' clocks may differ by, as the namespace's verifiers all use."""
         return self._ledger.clock_skew
 
+    @property
+    def timeout(self) -> float:
+        """Seconds a claim waits for the file's lock."""
+        return self._file.timeout
+
     def learn_leeway(self, leeway: int) -> None:
         """Called by each ``Codec`` built with this guard; ``ValueError`` for a second, different leeway."""
         self._ledger.learn_leeway(leeway)
 
     def _claim(self, token_id: str, expires_at: int, now: int) -> bool:
         claim = self._ledger.prepare(token_id, expires_at, now)
-        return self._ledger.settle(claim, self._file.claim(self.namespace, claim, self._ledger.terms))
+        if self._ledger.answered_before(claim):
+            return False
+        return self._ledger.settle(claim, self._file.claim(self.namespace, claim, claim.terms))
 
     def _begin(self, now: int | None) -> int:
         claim = self._ledger.mark(int(time.time()) if now is None else now)
-        return self._ledger.first_accepted([self._file.claim(self.namespace, claim, self._ledger.terms)])
+        return self._ledger.first_accepted([self._file.claim(self.namespace, claim, claim.terms)])
 
     def __repr__(self) -> str:
         """The guard's class, file and namespace."""
@@ -88,22 +142,27 @@ class SQLiteGuard(_SQLiteGuardBase):
 
     For several workers on one host (uvicorn or gunicorn workers), with no server to
     run: Python's own ``sqlite3``. Each claim is one ``BEGIN IMMEDIATE`` transaction,
-    serialised by the file's lock across every process, in write-ahead-log mode with
-    every commit synced to disk. Claims survive a restart of any or all workers.
-    The rules are the Redis guard's: a file that is new, deleted, replaced or
-    truncated has lost its memory, and every token minted before the loss (plus
-    ``clock_skew``) is refused; the namespace's verifiers share one ``clock_skew``
-    and leeway. Thread-safe. Call ``begin()`` when the process starts
-    (``requeststate.mcp.protect`` does).
+    serialised by the file's lock across every process, with a rollback journal (every
+    claim and every lock in the main file) and every commit synced to disk before the
+    claim counts (``synchronous=FULL``). Claims survive a restart of any or all
+    workers, and a crash of the host. The rules are the Redis guard's: a file that is
+    new, deleted, replaced or truncated has lost its memory, and every token minted
+    before the loss (plus ``clock_skew``) is refused; the namespace's verifiers share
+    one ``clock_skew`` and leeway, and a namespace with no live claim takes the terms
+    of the verifier that claims next (as a loss). Thread-safe. Call ``begin()`` when
+    the process starts (``requeststate.mcp.protect`` does).
 
     Args:
-        path: the file, absolute (created if missing). It must be on a local
-            filesystem: a network filesystem cannot share a write-ahead log, and is
-            refused at the first claim.
+        path: the file, absolute, created ``0600`` if missing. This process's user
+            must own it, and no one else may write it (or its directory); it must
+            have one name (no hard link; mount its directory into a container, not
+            the file) and be on a local filesystem (NFS and SMB are refused). Each is
+            checked at the first claim, which raises ``GuardUnavailable`` naming the fix.
         namespace: one per application sharing the file.
         clock_skew: seconds that the clocks of the hosts that mint may differ by
-            (default ``requeststate.DEFAULT_CLOCK_SKEW``).
-        timeout: seconds a claim waits for the file's lock.
+            (default ``DEFAULT_CLOCK_SKEW``, 0: one host, one clock).
+        timeout: seconds a claim waits for the file's lock (default ``DEFAULT_TIMEOUT``,
+            at most 60).
         clock: the clock that dates a new memory, read inside the claim (tests inject one).
 
     Raises:
@@ -116,9 +175,11 @@ class SQLiteGuard(_SQLiteGuardBase):
         """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
-            GuardUnavailable: the file could not record the claim, the token was minted
-                before the file's memory began (plus ``clock_skew``) or after ``now``
-                plus ``clock_skew``, or the namespace's verifiers use other terms.
+            GuardUnavailable: the file could not record the claim (refused, or locked
+                past ``timeout``), or the namespace's verifiers use other terms and hold a
+                live claim.
+            InvalidToken: ``outside_memory``: the token was minted before the file's memory
+                began (plus ``clock_skew``) or after ``now`` plus ``clock_skew``.
             ValueError: ``expires_at`` is before ``now``.
         """
         return self._claim(token_id, expires_at, now)
@@ -131,8 +192,9 @@ class SQLiteGuard(_SQLiteGuardBase):
             on a new file, earlier on a file in use.
 
         Raises:
-            GuardUnavailable: the file could not be written, or the namespace's
-                verifiers use another ``clock_skew`` or leeway (the message names both).
+            GuardUnavailable: the file could not be written (or is refused), or the
+                namespace's verifiers use another ``clock_skew`` or leeway and hold a
+                live claim (the message names both).
         """
         return self._begin(now)
 

@@ -1,8 +1,11 @@
 """A TCP load balancer on a loopback port, for the probe's tests of one address with several workers.
 
-Each connection it accepts goes to the next of its backends' ports in turn (round robin), as a layer-4
-load balancer does: a client's requests on one connection reach one worker, a new connection the next.
-Round robin, not at random: a test must not pass or fail by chance.
+It places each connection it accepts on one of its backends' ports, as a layer-4 load balancer does: a
+client's requests on one connection reach one worker. ``round-robin`` places a new connection on the
+next worker in turn; ``client-ip`` on the worker its client's address hashes to (nginx ``ip_hash``, a
+Kubernetes Service with ``sessionAffinity: ClientIP``): every connection from one client reaches one
+worker, and on loopback every client is 127.0.0.1. Neither at random: a test must not pass or fail by
+chance.
 """
 
 from __future__ import annotations
@@ -10,10 +13,24 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
 
 from tests.support.processes import free_port
+
+Placement: TypeAlias = Literal["round-robin", "client-ip"]
+
+
+@dataclass
+class Balancer:
+    """A running balancer: its MCP URL, and how many connections it placed on each backend's port."""
+
+    url: str
+    placed: Counter[int] = field(default_factory=Counter)
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -24,15 +41,32 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     writer.close()
 
 
-async def _serve(ports: Sequence[int], port: int, ready: threading.Event, stop: asyncio.Event) -> None:
+def _placer(ports: Sequence[int], placement: Placement) -> Callable[[str], int]:
+    """The backend port for a connection from a client's address."""
+    if placement == "client-ip":
+        return lambda client: ports[zlib.crc32(client.encode()) % len(ports)]
     turns = itertools.cycle(ports)
+    return lambda client: next(turns)
+
+
+async def _serve(
+    ports: Sequence[int],
+    placement: Placement,
+    balancer: Balancer,
+    port: int,
+    ready: threading.Event,
+    stop: asyncio.Event,
+) -> None:
+    place = _placer(ports, placement)
     connections: set[asyncio.Task[None]] = set()
 
     async def forward(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         connections.add(task)
-        backend_reader, backend_writer = await asyncio.open_connection("127.0.0.1", next(turns))
+        backend = place(client_writer.get_extra_info("peername")[0])
+        balancer.placed[backend] += 1
+        backend_reader, backend_writer = await asyncio.open_connection("127.0.0.1", backend)
         try:
             await asyncio.gather(_pipe(client_reader, backend_writer), _pipe(backend_reader, client_writer))
         finally:
@@ -50,22 +84,29 @@ async def _serve(ports: Sequence[int], port: int, ready: threading.Event, stop: 
         await asyncio.gather(*connections, return_exceptions=True)
 
 
+def port_of(url: str) -> int:
+    """The port of an MCP URL ``http://127.0.0.1:PORT/mcp``."""
+    return int(url.split(":")[2].split("/")[0])
+
+
 @contextmanager
-def balancing(urls: Sequence[str]) -> Iterator[str]:
-    """A balancer in front of the MCP ``urls`` (``http://127.0.0.1:PORT/mcp``) until the block ends:
-    its own MCP URL."""
-    ports = [int(url.split(":")[2].split("/")[0]) for url in urls]
+def balancing(urls: Sequence[str], placement: Placement = "round-robin") -> Iterator[Balancer]:
+    """A balancer in front of the MCP ``urls`` (``http://127.0.0.1:PORT/mcp``) until the block ends."""
+    ports = [port_of(url) for url in urls]
     port = free_port()
+    balancer = Balancer(f"http://127.0.0.1:{port}/mcp")
     ready = threading.Event()
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     thread = threading.Thread(
-        target=loop.run_until_complete, args=(_serve(ports, port, ready, stop),), daemon=True
+        target=loop.run_until_complete,
+        args=(_serve(ports, placement, balancer, port, ready, stop),),
+        daemon=True,
     )
     thread.start()
     assert ready.wait(10), "the balancer did not start"
     try:
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield balancer
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)

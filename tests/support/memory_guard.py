@@ -8,9 +8,11 @@ import requeststate as rs
 
 
 def memory_guard(**options: Any) -> rs.MemoryGuard:
-    """A ``MemoryGuard`` that refuses no token a test mints for predating it (its clock read 0).
+    """A ``MemoryGuard`` that refuses no token for predating it (its clock read 0), purging by ``now``.
 
-    A guard built now refuses every token minted by the second it was built
-    (tests/test_memory.py shows it); a test that mints in that same second uses this one.
+    A guard accepts the tokens its own codecs mint from its first second, but refuses
+    any other minted by then (tests/test_memory.py shows both); a test that claims ids
+    of its own making, whatever their dates, uses this one.
     """
+    options.setdefault("clock_skew", 0)
     return rs.MemoryGuard(clock=lambda: 0, **options)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from scripts.redis_servers import free_loopback_port as free_port
 
@@ -15,28 +16,42 @@ __all__ = ["free_port", "serving", "serving_all"]
 
 
 @contextmanager
-def serving(argv: Sequence[str], port: int, env: Mapping[str, str], cwd: Path) -> Iterator[str]:
-    """Run ``argv`` (a server listening on ``port``) until the block ends; yield its MCP URL."""
-    with serving_all([(argv, port)], env, cwd) as (url,):
+def serving(
+    argv: Sequence[str], port: int, env: Mapping[str, str], cwd: Path, *, stderr: IO[str] | None = None
+) -> Iterator[str]:
+    """Run ``argv`` (a server listening on ``port``) until the block ends; yield its MCP URL.
+
+    Its stderr goes to ``stderr`` (a file the test reads once the server stopped), else nowhere.
+    """
+    with serving_all([(argv, port)], env, cwd, stderr=stderr) as (url,):
         yield url
 
 
 @contextmanager
 def serving_all(
-    servers: Sequence[tuple[Sequence[str], int]], env: Mapping[str, str], cwd: Path
+    servers: Sequence[tuple[Sequence[str], int]],
+    env: Mapping[str, str],
+    cwd: Path,
+    *,
+    stderr: IO[str] | None = None,
 ) -> Iterator[list[str]]:
     """Run each ``(argv, port)`` until the block ends; yield their MCP URLs once every one listens.
 
     All start at once: a fleet starts in the time of its slowest server, not of their sum. The
-    bound (two minutes) is on a hang, not on speed: on a loaded 2-core machine, servers that each
-    import the MCP SDK at once have taken over a minute to listen.
+    bound (two minutes) is on a hang, not on speed: on 2 loaded cores, two uvicorn workers that
+    wait out clock_skew took over 30 s to start, and servers that each import the MCP SDK at
+    once over a minute. Their stderr goes to ``stderr``, else nowhere.
     """
     started: list[subprocess.Popen[bytes]] = []
     try:
         for argv, _ in servers:
             started.append(
                 subprocess.Popen(
-                    list(argv), env=dict(env), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                    list(argv),
+                    env=dict(env),
+                    cwd=cwd,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL if stderr is None else stderr,
                 )
             )
         deadline = time.monotonic() + 120

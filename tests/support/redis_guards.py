@@ -2,6 +2,8 @@
 
 ``build("sync" | "async", url, **options)`` makes a guard from a URL; the async one runs
 on an event loop of its own, kept for the guard's life (its connections belong to it).
+A guard remembers the claims Redis answered to it and refuses their replays itself: a test
+whose replay must reach Redis replays through another guard.
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ import asyncio
 import os
 from typing import Any, Protocol
 
-from requeststate import DEFAULT_CLOCK_SKEW, GuardUnavailable
+from requeststate import GuardUnavailable, InvalidToken, Reason
 from requeststate._token_id import TOKEN_ID_BYTES, claim_id
 from requeststate.redis import AsyncRedisGuard, RedisGuard
 
-__all__ = ["FLAVOURS", "AsyncOnALoop", "Claimer", "build", "lost", "minted", "outcome"]
+__all__ = ["FLAVOURS", "OUTSIDE_MEMORY", "AsyncOnALoop", "Claimer", "build", "minted", "outcome"]
 
 FLAVOURS = ("sync", "async")
+OUTSIDE_MEMORY = Reason.OUTSIDE_MEMORY
+"""What ``outcome`` gives for a token minted before Redis's memory began (or undated, or ahead)."""
 
 
 class Claimer(Protocol):
@@ -60,11 +64,14 @@ def build(flavour: str, url: str, **options: Any) -> Claimer:
 
 
 def outcome(guard: Claimer, token_id: str, expires_at: int, now: int) -> bool | str:
-    """The claim's answer, or ``GuardUnavailable``'s message: a refusal that is not a replay."""
+    """The claim's answer; else ``GuardUnavailable``'s message (an outage), or ``InvalidToken``'s reason
+    (``OUTSIDE_MEMORY``: no retry of the token can succeed)."""
     try:
         return guard.claim(token_id, expires_at, now)
     except GuardUnavailable as error:
         return str(error)
+    except InvalidToken as refused:
+        return refused.reason
 
 
 def minted(at: int) -> str:
@@ -72,11 +79,3 @@ def minted(at: int) -> str:
     dated = claim_id(os.urandom(TOKEN_ID_BYTES).hex(), at)
     assert dated is not None
     return dated
-
-
-def lost(minted_at: int, since: int, skew: int = DEFAULT_CLOCK_SKEW) -> str:
-    """What a claim is refused with when its token was minted before Redis's memory began at ``since``."""
-    return (
-        f"the token was minted at {minted_at}, before Redis's memory of the claims began "
-        f"({since}, plus clock_skew {skew} s): it may have been redeemed before"
-    )

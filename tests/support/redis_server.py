@@ -42,6 +42,7 @@ __all__ = [
     "Replicated",
     "Server",
     "claim_all",
+    "cluster_url",
     "free_loopback_port",
     "loading_redis",
     "must_run",
@@ -75,17 +76,16 @@ def or_skip(servers: AbstractContextManager[T]) -> Iterator[T]:
         pytest.skip(str(error))
 
 
+def cluster_url(cluster: Cluster | Server) -> str:
+    """The guard URL of a cluster, from the address of any of its nodes: the ``redis+cluster`` scheme."""
+    return cluster.url.replace("redis://", "redis+cluster://", 1)
+
+
 def claim_all(
-    url: str,
-    namespace: str,
-    ids: list[str],
-    now: int,
-    start: Barrier,
-    results: Queue[list[str]],
-    cluster: bool = False,
+    url: str, namespace: str, ids: list[str], now: int, start: Barrier, results: Queue[list[str]]
 ) -> None:
     """The race's worker, run in its own process: claim every id, report the ones this process won."""
-    guard = RedisGuard.from_url(url, cluster=cluster, timeout=5.0, namespace=namespace)
+    guard = RedisGuard.from_url(url, timeout=5.0, namespace=namespace)
     try:
         guard.begin(now - 60)
         start.wait(timeout=30)
@@ -94,14 +94,12 @@ def claim_all(
         guard.close()
 
 
-def race(
-    url: str, namespace: str, ids: list[str], *, processes: int, seconds: float, cluster: bool = False
-) -> list[str]:
+def race(url: str, namespace: str, ids: list[str], *, processes: int, seconds: float) -> list[str]:
     """Claim every id from each of ``processes`` spawned processes at once; the ids each won, together.
 
-    Half the processes claim in reverse order, so that every id is contested
-    from both ends. Fails the test if a worker dies or all do not report
-    within ``seconds``.
+    ``url`` is a guard URL (``cluster_url`` for a cluster). Half the processes claim in
+    reverse order, so that every id is contested from both ends. Fails the test if a
+    worker dies or all do not report within ``seconds``.
     """
     context = multiprocessing.get_context("spawn")
     start = context.Barrier(processes)
@@ -110,7 +108,7 @@ def race(
     workers = [
         context.Process(
             target=claim_all,
-            args=(url, namespace, ids if index % 2 == 0 else ids[::-1], now, start, results, cluster),
+            args=(url, namespace, ids if index % 2 == 0 else ids[::-1], now, start, results),
         )
         for index in range(processes)
     ]

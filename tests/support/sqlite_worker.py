@@ -1,27 +1,22 @@
 """A worker process with an SQLiteGuard on a file, driven one line at a time: a host's worker, for the tests.
 
-``python -m tests.support.sqlite_worker PATH [TIMEOUT]``: TIMEOUT is the guard's lock timeout in
-seconds, 0.25 by default (a test waits less on a file that every worker is reopening at once:
-a file truncated under four workers took 173 s at 5 s). A race of workers passes a longer one:
-on a loaded machine a worker holding the lock can be descheduled past 0.25 s, and the others'
-claims then fail closed as unavailable, which is no answer about single use. Then, on stdin,
-one command a line: ``claim ID EXPIRES_AT NOW`` answers ``True``, ``False`` or ``unavailable``;
-``begin NOW`` answers the first second accepted. Each answer is one line on stdout.
+``python -m tests.support.sqlite_worker PATH`` (with a lock timeout of 2 s: each commit waits for
+the disk, several times, and four workers claiming at once queue on the file's lock), then, on
+stdin, one command a line:
+``claim ID EXPIRES_AT NOW`` answers ``True``, ``False`` or ``unavailable``; ``begin NOW``
+answers the first second accepted. Each answer is one line on stdout.
 """
 
 from __future__ import annotations
 
 import sys
 
-from requeststate import GuardUnavailable
+from requeststate import GuardUnavailable, InvalidToken
 from requeststate.sqlite import SQLiteGuard
-
-LOCK_TIMEOUT = 0.25
 
 
 def main() -> None:
-    timeout = float(sys.argv[2]) if len(sys.argv) > 2 else LOCK_TIMEOUT
-    guard = SQLiteGuard(sys.argv[1], clock=lambda: 0, timeout=timeout)
+    guard = SQLiteGuard(sys.argv[1], clock=lambda: 0, timeout=2.0)
     for line in sys.stdin:
         command, *words = line.split()
         try:
@@ -31,6 +26,8 @@ def main() -> None:
                 answer = str(guard.begin(int(words[0])))
         except GuardUnavailable:
             answer = "unavailable"
+        except InvalidToken as refused:
+            answer = str(refused.reason)
         print(answer, flush=True)
 
 

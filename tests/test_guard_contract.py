@@ -1,0 +1,385 @@
+"""The contract every replay guard passes, as Django's ``BaseCacheTests`` runs against every cache.
+
+Each store (memory; the SQLite file, sync and asyncio; Redis, sync and asyncio; a Redis
+Cluster) is a ``Store`` below: how to build its guard, make it forget, and make it stop
+answering. Every test runs on every store; a store is added by adding a ``Store``.
+The rules behind the answers are tested once, in tests/test_ledger.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import secrets
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import requeststate as rs
+from requeststate.redis import AsyncRedisGuard, RedisGuard
+from requeststate.sqlite import AsyncSQLiteGuard, SQLiteGuard
+from scripts.redis_servers import Server, running_cluster
+from tests.support import redis_server
+
+KEYS = secrets.token_bytes(32)
+
+
+class OnALoop:
+    """An asyncio guard called from sync code, on an event loop of its own."""
+
+    def __init__(self, guard: Any) -> None:
+        self.guard = guard
+        self._loop = asyncio.new_event_loop()
+        self._lock = threading.Lock()  # one loop, called from the race's threads one at a time
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        with self._lock:
+            return bool(self._loop.run_until_complete(self.guard.claim(token_id, expires_at, now)))
+
+    def begin(self, now: int | None = None) -> int:
+        with self._lock:
+            return int(self._loop.run_until_complete(self.guard.begin(now)))
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self.guard.aclose())
+        self._loop.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.guard, name)
+
+
+@dataclass
+class Store:
+    """A store under the contract: its guards, and the faults it can be put through."""
+
+    name: str
+    build: Callable[..., Any]
+    """A guard on the store (``namespace``, ``clock_skew`` and ``timeout`` by keyword)."""
+    forget: Callable[[], None]
+    """Make the store lose its memory of the claims (for memory: the process restarts)."""
+    silent: Callable[[], contextlib.AbstractContextManager[Any]] | None
+    """A guard on a store that does not answer (``None``: no I/O to wait for)."""
+    shared: bool = True
+    """Whether two guards built alike share their claims (processes of one fleet)."""
+
+
+def close(guard: Any) -> None:
+    closer = getattr(guard, "close", None)
+    if callable(closer):
+        closer()
+
+
+@pytest.fixture(scope="module")
+def redis_server_running() -> Iterator[Server]:
+    with redis_server.or_skip(redis_server.running_server()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    with redis_server.or_skip(running_cluster(masters=3)) as cluster:
+        yield redis_server.cluster_url(cluster).replace("redis://", "redis+cluster://")
+
+
+def memory_store() -> Store:
+    # A monotonic clock that runs with the tests' jumps of `now`, so that purging follows them.
+    ticks = itertools.count(step=10_000)
+    built: list[rs.MemoryGuard] = []
+
+    def build(**options: Any) -> rs.MemoryGuard:
+        options.pop("namespace", None)
+        options.pop("timeout", None)
+        if built:  # a restarted process: its memory begins now
+            return built[-1]
+        built.append(rs.MemoryGuard(monotonic=lambda: float(next(ticks)), **options))
+        return built[-1]
+
+    def forget() -> None:
+        built.clear()
+
+    return Store("memory", build, forget, None, shared=False)
+
+
+def sqlite_store(tmp_path: Path, flavour: str) -> Store:
+    path = tmp_path / f"claims-{uuid.uuid4().hex}.db"
+    kind = SQLiteGuard if flavour == "sync" else AsyncSQLiteGuard
+
+    def build(**options: Any) -> Any:
+        guard = kind(path, **options)
+        return guard if flavour == "sync" else OnALoop(guard)
+
+    def forget() -> None:
+        path.unlink()
+
+    @contextlib.contextmanager
+    def silent() -> Iterator[Any]:
+        guard = build(timeout=0.2)
+        guard.begin()
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
+            holder.execute("BEGIN EXCLUSIVE")  # another process holds the file's lock
+            yield guard
+            holder.execute("ROLLBACK")
+        close(guard)
+
+    return Store(f"sqlite-{flavour}", build, forget, silent)
+
+
+def redis_store(url: str, flavour: str, flush: Callable[[], None], name: str) -> Store:
+    namespace = f"contract-{uuid.uuid4().hex}"
+
+    def build(**options: Any) -> Any:
+        options.setdefault("namespace", namespace)
+        options.setdefault("timeout", 5.0)  # a loaded 2-core machine can hold Redis back past 0.25 s
+        if flavour == "sync":
+            return RedisGuard.from_url(url, **options)
+        return OnALoop(AsyncRedisGuard.from_url(url, **options))
+
+    @contextlib.contextmanager
+    def silent() -> Iterator[Any]:
+        # The kernel completes the handshake for a listening socket nobody serves: Redis "slow" forever.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(8)
+            silent_url = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+            guard = (RedisGuard if flavour == "sync" else AsyncRedisGuard).from_url(silent_url, timeout=0.2)
+            claimer = guard if flavour == "sync" else OnALoop(guard)
+            yield claimer
+            close(claimer)
+
+    # A cluster client reads its slot map from a node first: a silent one fails its construction
+    # (sync) or its first claim; tests/test_redis_fleet.py stalls a cluster's master instead.
+    return Store(name, build, flush, None if "+cluster" in url else silent)
+
+
+STORES = [
+    "memory",
+    "sqlite-sync",
+    "sqlite-async",
+    "redis-sync",
+    "redis-async",
+    "cluster-sync",
+    "cluster-async",
+]
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    name: str = request.param
+    if name == "memory":
+        return memory_store()
+    kind, flavour = name.split("-")
+    if kind == "sqlite":
+        return sqlite_store(tmp_path, flavour)
+    if kind == "redis":
+        server: Server = request.getfixturevalue("redis_server_running")
+        return redis_store(server.url, flavour, lambda: server.execute("FLUSHALL"), name)
+    url: str = request.getfixturevalue("cluster_url")
+
+    def flush_cluster() -> None:
+        import redis.cluster
+
+        client = redis.cluster.RedisCluster.from_url(url.replace("redis+cluster://", "redis://"))
+        try:
+            client.flushall(target_nodes=redis.cluster.RedisCluster.PRIMARIES)
+        finally:
+            client.close()
+
+    return redis_store(url, flavour, flush_cluster, name)
+
+
+@pytest.fixture
+def guards(store: Store) -> Iterator[Callable[..., Any]]:
+    """Build guards on the store; each begun at once and closed after the test."""
+    built: list[Any] = []
+
+    def build(**options: Any) -> Any:
+        guard = store.build(**options)
+        built.append(guard)
+        return guard
+
+    yield build
+    for guard in built:
+        close(guard)
+
+
+def dated(minted: int) -> str:
+    return f"{minted}-{secrets.token_hex(16)}"
+
+
+def ready(guard: Any) -> int:
+    """The first second whose tokens minted anywhere ``guard`` accepts, once begun."""
+    began: int = guard.begin()
+    skew: int = guard.clock_skew
+    return max(began, int(time.time())) + skew + 1
+
+
+def refused_as(call: Callable[[], object]) -> rs.Reason:
+    with pytest.raises(rs.InvalidToken) as refused:
+        call()
+    return refused.value.reason
+
+
+# --- the contract ----------------------------------------------------------------------------------
+
+
+def test_the_first_claim_wins_and_every_later_one_is_a_replay(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    guard = guards()
+    now = ready(guard)
+    token_id = dated(now)
+    first = [guard.claim(token_id, now + 300, now), guard.claim(token_id, now + 300, now)]
+    another = guards()  # another process of the fleet (for memory: the same process)
+    assert [*first, another.claim(token_id, now + 300, now)] == [True, False, False]
+
+
+def test_exactly_one_of_many_racing_claims_wins(store: Store, guards: Callable[..., Any]) -> None:
+    racers = [guards() for _ in range(4)]
+    now = ready(racers[0])
+    for racer in racers[1:]:
+        racer.begin()
+    token_ids = [dated(now) for _ in range(20)]
+    with ThreadPoolExecutor(8) as pool:
+        wins = list(
+            pool.map(
+                lambda job: job[0].claim(job[1], now + 300, now),
+                [(racer, token_id) for token_id in token_ids for racer in racers for _ in range(2)],
+            )
+        )
+    assert [sum(wins[i * 8 : (i + 1) * 8]) for i in range(20)] == [1] * 20
+
+
+def test_a_claim_is_held_until_its_token_expires_then_pruned(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    # Pruning follows the earlier of the verifier's clock and the store's: the test waits for the
+    # store's to pass the token's expiry (up to 2 s), rather than claim in the future. Held through
+    # clock_skew past it: tests/test_memory.py, tests/test_sqlite.py, tests/test_redis.py.
+    guard = guards(clock_skew=0)
+    now = ready(guard)
+    token_id = dated(now)
+    assert [guard.claim(token_id, now, now), guards(clock_skew=0).claim(token_id, now, now)] == [True, False]
+    late = now + 1
+    while time.time() < late + 0.02:
+        time.sleep(0.02)
+    pruned = guards(clock_skew=0).claim(dated(late), late + 300, late)  # prunes what expired by late
+    assert [pruned, guards(clock_skew=0).claim(token_id, late + 300, late)] == [True, True]
+
+
+def test_a_verifier_whose_clock_runs_a_day_ahead_prunes_no_live_claim(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    # Issue 41's limit: one claim by a verifier a day ahead pruned every live claim (30 of 30).
+    if not store.shared:
+        pytest.skip(
+            "a MemoryGuard purges no faster than its monotonic clock, which this suite's runs fast "
+            "(tests/test_memory.py: test_after_a_forward_step_the_purge_clock_catches_up_at_a_bounded_rate)"
+        )
+    guard = guards()
+    now = ready(guard)
+    token_ids = [dated(now) for _ in range(30)]
+    assert [guard.claim(token_id, now + 300, now) for token_id in token_ids] == [True] * 30
+    ahead = now + 86_400
+    assert guards().claim(dated(ahead), ahead + 300, ahead) is True
+    fresh = guards()  # a verifier that never saw these claims: the store alone answers
+    assert [fresh.claim(token_id, now + 300, now) for token_id in token_ids] == [False] * 30
+
+
+def test_a_loss_refuses_what_predates_it_and_nothing_after_it(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    guard = guards(clock_skew=0)
+    now = ready(guard)
+    redeemed = dated(now)
+    assert guard.claim(redeemed, now + 300, now) is True
+    store.forget()
+    if store.shared:
+        after = guards(clock_skew=0)  # a worker that begins after the loss, at `now`
+        began = after.begin(now) - 1  # the first second accepted is the one after the memory began
+    else:  # the restarted process: its memory begins when it is built, after `now`
+        while time.time() < now + 0.01:
+            time.sleep(0.05)
+        after = guards(clock_skew=0)
+        began = after.begin()
+    later = began + 1
+    reasons = [
+        refused_as(lambda: after.claim(redeemed, later + 300, later)),
+        refused_as(lambda: after.claim(dated(began), later + 300, later)),
+    ]
+    assert (reasons, after.claim(dated(later), later + 300, later)) == ([rs.Reason.OUTSIDE_MEMORY] * 2, True)
+
+
+def test_a_token_minted_past_clock_skew_in_the_verifiers_future_is_refused(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    guard = guards(clock_skew=1)
+    now = ready(guard)
+    assert refused_as(lambda: guard.claim(dated(now + 2), now + 300, now)) is rs.Reason.OUTSIDE_MEMORY
+    assert guard.claim(dated(now + 1), now + 300, now) is True
+
+
+def test_begin_returns_a_second_from_which_a_codecs_tokens_are_accepted(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    guard = guards()
+    codec = rs.Codec(KEYS, guard=guard if not isinstance(guard, OnALoop) else guard.guard)
+    first = guard.begin()
+    token = codec.encode("state", now=first)
+    if isinstance(guard, OnALoop):
+        state = guard._loop.run_until_complete(codec.adecode(token, now=first))
+    else:
+        state = codec.decode(token, now=first)
+    assert state == "state"
+
+
+def test_verifiers_of_one_namespace_with_other_terms_are_refused(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    if not store.shared:
+        pytest.skip("a MemoryGuard's memory is its own: it has no namespace to share")
+    guard = guards()
+    now = ready(guard)
+    assert guard.claim(dated(now), now + 300, now) is True
+    other = guards(clock_skew=guard.clock_skew + 1)
+    with pytest.raises(rs.GuardUnavailable, match=r"^the namespace's verifiers use clock_skew="):
+        other.claim(dated(now), now + 300, now)
+    with pytest.raises(rs.GuardUnavailable, match=r"^the namespace's verifiers use clock_skew="):
+        other.begin()
+
+
+def test_a_store_that_does_not_answer_within_its_timeout_fails_closed(store: Store) -> None:
+    if store.silent is None:
+        pytest.skip("no silent store of this kind here (a MemoryGuard waits for none)")
+    with store.silent() as guard:
+        now = int(time.time()) + 10
+        started = time.monotonic()
+        with pytest.raises(rs.GuardUnavailable):
+            guard.claim(dated(now), now + 300, now)
+        assert time.monotonic() - started < 3.0  # a 0.2 s timeout, on a loaded machine
+
+
+def test_the_options_read_back_as_given(store: Store, guards: Callable[..., Any]) -> None:
+    guard = guards(clock_skew=3, namespace=f"ns-{uuid.uuid4().hex}", timeout=0.5)
+    read = [guard.clock_skew]
+    if store.shared:
+        read += [guard.timeout, guard.namespace.startswith("ns-")]
+    assert read == ([3, 0.5, True] if store.shared else [3])
+
+
+def test_a_closed_guard_can_be_closed_again(store: Store, guards: Callable[..., Any]) -> None:
+    guard = store.build()
+    now = ready(guard)
+    assert guard.claim(dated(now), now + 300, now) is True
+    close(guard)
+    if not isinstance(guard, OnALoop):  # an asyncio guard's loop is closed with it
+        close(guard)
