@@ -14,8 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .report import judge, render, to_json, write_chart
+from .chart import write_chart
+from .report import render, to_json
 from .run import Settings, run
+from .targets import judge
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

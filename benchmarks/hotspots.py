@@ -4,7 +4,7 @@ For each mode and operation, ``cProfile`` runs the call many times and the
 functions are ranked by their own time (``tottime``). A profiler's cost per
 function call is large next to a microsecond, so its shares are shown next to
 an estimate in real microseconds: the share of the profiled total times the
-call's unprofiled best time (``timeit``, measured first). Trust the ranking
+call's unprofiled best time (``requeststate.bench.measure``, measured first). Trust the ranking
 and the rough size, not the last digit.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import requeststate as rs
+from requeststate.bench import measure, repeated
 
 from .cases import codec_cases, make_state
-from .timing import measure_interleaved
 
 __all__ = ["Hotspot", "hotspots", "main"]
 
@@ -47,7 +47,7 @@ def _label(key: tuple[str, int, str]) -> str:
 
 def hotspots(operation: Callable[[], object], calls: int) -> tuple[float, list[Hotspot]]:
     """The unprofiled best µs of ``operation``, and its functions ranked by own time."""
-    real_us = measure_interleaved({"op": operation}, rounds=20, sample_seconds=0.005)["op"].best_us
+    real_us = measure({"op": repeated(operation)}, seconds=0.2, sample_seconds=0.005)["op"].best_us
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(calls):

@@ -21,10 +21,9 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 import requeststate as rs
-from requeststate.bench import boundary_rounds, signed_in
+from requeststate.bench import boundary_rounds, measure, repeated, signed_in
 
 from .cases import make_state
-from .timing import measure_interleaved
 
 __all__ = ["PROTECT_TARGET", "main", "round_cases"]
 
@@ -42,10 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.mcp_rounds", description=__doc__.split("\n\n")[0] if __doc__ else None
     )
-    parser.add_argument("--rounds", type=int, default=50, help="interleaved samples per case")
+    parser.add_argument("--seconds", type=float, default=10.0, help="the budget, shared by the cases")
     args = parser.parse_args(argv)
     with signed_in():
-        stats = measure_interleaved(round_cases(os.urandom(32)), rounds=args.rounds, sample_seconds=0.02)
+        batches = {name: repeated(case) for name, case in round_cases(os.urandom(32)).items()}
+        stats = measure(batches, seconds=args.seconds, sample_seconds=0.02)
     sdk = stats["SDK boundary"].best_us
     for name, one in stats.items():
         ratio = one.best_us / sdk

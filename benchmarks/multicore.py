@@ -22,7 +22,7 @@ import requeststate as rs
 
 from .cases import make_state, round_trip
 
-__all__ = ["Scaling", "available_cores", "measure_scaling", "rounds_per_second"]
+__all__ = ["Scaling", "available_cores", "measure_scaling", "summed_rate"]
 
 _BATCH = 50
 _WARM_UP_ROUNDS = 500
@@ -63,7 +63,7 @@ def _worker(secret: bytes, seconds: float, start: Barrier, results: Queue[float]
     results.put(count / (now - began))
 
 
-def rounds_per_second(processes: int, seconds: float) -> float:
+def summed_rate(processes: int, seconds: float) -> float:
     """Summed rounds/s of ``processes`` processes running side by side for ``seconds``."""
     context = multiprocessing.get_context("spawn")
     start = context.Barrier(processes)
@@ -86,6 +86,6 @@ def measure_scaling(seconds: float, *, repeats: int = 1, processes: int | None =
     count = available_cores() if processes is None else processes
     single = all_cores = 0.0
     for _ in range(repeats):
-        single = max(single, rounds_per_second(1, seconds))
-        all_cores = max(all_cores, rounds_per_second(count, seconds))
+        single = max(single, summed_rate(1, seconds))
+        all_cores = max(all_cores, summed_rate(count, seconds))
     return Scaling(count, single, all_cores, seconds)

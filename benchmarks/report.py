@@ -1,49 +1,24 @@
-"""The speed targets (issue 13), judged from one run, and the run written as tables, JSON and a chart."""
+"""The run written out: Markdown tables with the targets and their definitions, and plain JSON data."""
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from .cases import OVERSIZED_TOKEN_CHARS, size_label
-from .guards import ASYNC_CONCURRENCY, STATE_SIZE, GuardResults
-from .importtime import IMPORT_TARGET_MS, NOT_AT_IMPORT
+from .guard_claims import CLAIM_CONCURRENCY
+from .guards import STATE_SIZE, GuardResults
+from .importtime import NOT_AT_IMPORT
 from .run import Results, Timing
+from .targets import REFUSALS, Target, best_ratio
 
-__all__ = ["DEFINITIONS", "Target", "judge", "render", "to_json", "write_chart"]
-
-# The most each op of each mode may cost against its floor, at the smallest state,
-# in pure Python (issue 21).
-FLOOR_LIMITS: Final[dict[tuple[str, str], float]] = {
-    ("signed", "encode"): 1.4,
-    ("signed", "decode"): 1.4,
-    ("encrypted", "encode"): 2.0,
-    ("encrypted", "decode"): 2.0,
-}
-# What each floor is, named beside every ratio against it.
-FLOOR_OF: Final = {
-    ("signed", "encode"): "hmac.digest + base64url",
-    ("signed", "decode"): "base64url decode + hmac.digest + compare_digest",
-    ("encrypted", "encode"): "os.urandom(12) + AESGCM.encrypt + base64url",
-    ("encrypted", "decode"): "base64url decode + AESGCM.decrypt",
-    ("xchacha", "encode"): "os.urandom(24) + libsodium XChaCha20-Poly1305 + base64url",
-    ("xchacha", "decode"): "base64url decode + libsodium XChaCha20-Poly1305",
-}
-CHART_FLOOR_LIMIT: Final = FLOOR_LIMITS["encrypted", "decode"]
-REJECTED_LIMIT: Final = 1.2
-OVERSIZED_LIMIT: Final = 0.5
-SCALING_PER_CORE: Final = 0.9
-GROWTH_LIMIT_BYTES: Final = 4096
-MCP_PEER: Final = "mcp SDK"
-REFUSALS: Final = ("decode tampered", "decode wrong subject", "decode expired")
+__all__ = ["DEFINITIONS", "render", "to_json"]
 
 DEFINITIONS: Final = (
-    "Times are µs per call: best and median over interleaved samples (each sample a timeit loop, GC off); "
-    "ops/s is from the median. Every ratio divides best by best, within this run.",
+    "Times are µs per call: best and median over interleaved samples (requeststate.bench.measure: each "
+    "sample a loop timed with perf_counter_ns, GC on, as in a server); ops/s is from the median. Every "
+    "ratio divides best by best, within this run.",
     "Floor: the bare primitives of the mode on the same payload bytes our codec carries "
     "(signed: hmac.digest + base64url; encrypted: os.urandom nonce + AESGCM + base64url; "
     "xchacha: os.urandom nonce + libsodium XChaCha20-Poly1305 + base64url); decode floor = base64url "
@@ -63,168 +38,18 @@ DEFINITIONS: Final = (
     "Memory: tracemalloc after warm-up; growth = traced bytes left after N calls and a full collection; "
     "peak = the most one call needed beyond what was allocated before it.",
     "Replay guard cost: decode (or adecode, awaited one call at a time) of a fresh valid token per call, "
-    "minted before the clock starts, 64 B state; each sample a batch of decodes, GC off, the cases of a "
+    "minted before its sample's clock starts, 64 B state; each sample a batch of decodes, the cases of a "
     "group interleaved. Added = guarded minus unguarded time of the same call, best - best and "
     "median - median. Redis: a loopback redis-server the run starts without persistence (one claim "
     "script per claim, which reads the marker and adds to a sorted set, one round trip). Memory per held id: "
     "traced bytes a MemoryGuard keeps after decode "
     "claimed N fresh tokens (dict and heap entries, the id string), divided by N.",
-    "Redis claims: RedisGuard.claim (one after another) and AsyncRedisGuard.claim "
-    f"({ASYNC_CONCURRENCY} at a time in one event loop) of fresh ids on loopback: one redis-server, a "
-    "Redis Cluster of 3 masters. "
-    "Claims/s = claims / wall time of all of them; p50 and p99 of single claim latencies.",
+    "Redis claims: requeststate.bench.measure_guard, as requeststate bench --guard runs it: Codec.decode "
+    "(sync, from threads) and await Codec.adecode (async, from tasks in one event loop) of fresh tokens, "
+    f"at {' and '.join(map(str, CLAIM_CONCURRENCY))} at a time, on loopback: one redis-server, a Redis "
+    "Cluster of 3 masters. Claims/s = claims / wall time of all of them; p50 and p99 of single claims' "
+    "latencies.",
 )
-
-Status = Literal["PASS", "FAIL", "SKIP"]
-
-
-@dataclass(frozen=True)
-class Target:
-    """One target of the issue and how this run did."""
-
-    name: str
-    status: Status
-    detail: str
-
-
-def _status(ok: bool) -> Status:
-    return "PASS" if ok else "FAIL"
-
-
-def _ratio(numerator: Timing | None, denominator: Timing | None) -> float | None:
-    if numerator is None or denominator is None:
-        return None
-    return numerator.best_us / denominator.best_us
-
-
-def _floor_targets(results: Results, size: int) -> Iterable[Target]:
-    for mode in results.modes:
-        for op in ("encode", "decode"):
-            limit = FLOOR_LIMITS.get((mode, op))
-            if limit is None:
-                continue
-            name = f"Codec.{op} {size_label(size)} {mode} <= {limit}x floor ({FLOOR_OF[mode, op]})"
-            ratio = _ratio(results.timing(mode, op, size), results.timing(mode, f"{op} floor", size))
-            if ratio is None:
-                yield Target(name, "SKIP", "no floor measured")
-            else:
-                yield Target(name, _status(ratio <= limit), f"{ratio:.2f}x")
-
-
-def _codec_targets(results: Results, size: int) -> Iterable[Target]:
-    # A Codec built once must cost no more than the functions over their cached one.
-    for mode in results.modes:
-        for op in ("encode", "decode"):
-            name = f"Codec.{op} {mode} as fast or faster than the {op} function ({size_label(size)})"
-            ratio = _ratio(results.timing(mode, op, size), results.timing(mode, f"{op} function", size))
-            if ratio is None:
-                yield Target(name, "SKIP", "not measured")
-            else:
-                yield Target(name, _status(ratio <= 1.0), f"{ratio:.2f}x the function")
-
-
-def _peer_targets(results: Results) -> Iterable[Target]:
-    # The compiled build's targets against the mcp SDK's round (issue 13) went with it: the
-    # round table still shows each ratio. The pure build's targets are against the floors.
-    for mode in results.modes:
-        name = f"round {mode} ahead of every peer (every size)"
-        ratios = [
-            (ratio, peer, peer_size)
-            for peer in results.peers
-            for peer_size in results.settings.sizes
-            if (
-                ratio := _ratio(
-                    results.timing(peer, "round", peer_size), results.timing(mode, "round", peer_size)
-                )
-            )
-            is not None
-        ]
-        if not ratios:
-            yield Target(name, "SKIP", "no peer measured")
-            continue
-        closest, peer, peer_size = min(ratios)
-        yield Target(
-            name, _status(closest > 1.0), f"closest: {peer} at {size_label(peer_size)}, {closest:.2f}x"
-        )
-
-
-def _refusal_targets(results: Results, smallest: int) -> Iterable[Target]:
-    for mode in results.modes:
-        worst = max(
-            (ratio, refusal, size)
-            for refusal in REFUSALS
-            for size in results.settings.sizes
-            if (ratio := _ratio(results.timing(mode, refusal, size), results.timing(mode, "decode", size)))
-            is not None
-        )
-        ratio, refusal, size = worst
-        yield Target(
-            f"refused {mode} <= {REJECTED_LIMIT}x a valid decode (every size)",
-            _status(ratio <= REJECTED_LIMIT),
-            f"worst: {refusal.removeprefix('decode ')} at {size_label(size)}, {ratio:.2f}x",
-        )
-        oversized = _ratio(
-            results.timing(mode, "decode oversized", smallest), results.timing(mode, "decode", smallest)
-        )
-        if oversized is not None:
-            yield Target(
-                f"oversized {mode} <= {OVERSIZED_LIMIT}x a valid {size_label(smallest)} decode",
-                _status(oversized <= OVERSIZED_LIMIT),
-                f"{oversized:.2f}x",
-            )
-
-
-def judge(results: Results) -> list[Target]:
-    """Every target, PASS, FAIL or SKIP (not measured in this run)."""
-    smallest = min(results.settings.sizes)
-    targets = [
-        *_floor_targets(results, smallest),
-        *_codec_targets(results, smallest),
-        *_peer_targets(results),
-        *_refusal_targets(results, smallest),
-    ]
-    scaling = results.scaling
-    if scaling is None or scaling.processes < 2:
-        targets.append(
-            Target("multi-core scaling", "SKIP", "not measured" if scaling is None else "one core")
-        )
-    else:
-        limit = SCALING_PER_CORE * scaling.processes
-        targets.append(
-            Target(
-                f"multi-core scaling >= {limit:.1f}x on {scaling.processes} cores",
-                _status(scaling.factor >= limit),
-                f"{scaling.factor:.2f}x",
-            )
-        )
-    if results.import_time is None:
-        targets.append(Target("import requeststate", "SKIP", "not measured"))
-    else:
-        took = results.import_time
-        targets.append(
-            Target(
-                f"import requeststate <= {IMPORT_TARGET_MS:.0f} ms (-X importtime, best of {took.runs})",
-                _status(took.best_ms <= IMPORT_TARGET_MS),
-                f"{took.best_ms:.1f} ms; its imports alone {took.dependencies_ms:.1f} ms, "
-                f"requeststate's own code {took.best_ms - took.dependencies_ms:.1f} ms",
-            )
-        )
-        targets.append(
-            Target(
-                f"import requeststate loads none of {', '.join(NOT_AT_IMPORT)}",
-                _status(not took.unwanted),
-                f"loads {', '.join(took.unwanted)}" if took.unwanted else "none loaded",
-            )
-        )
-    for row in results.memory:
-        targets.append(
-            Target(
-                f"memory {row.op} {row.mode}: no growth (<= {GROWTH_LIMIT_BYTES} B in {row.use.calls} calls)",
-                _status(row.use.growth_bytes <= GROWTH_LIMIT_BYTES),
-                f"{row.use.growth_bytes} B, peak {row.use.peak_bytes} B per call",
-            )
-        )
-    return targets
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -272,7 +97,7 @@ def _codec_table(results: Results) -> str:
                 ours, floor = results.timing(mode, op, size), results.timing(mode, f"{op} floor", size)
                 assert ours is not None
                 row += [f"{ours.best_us:.2f}", f"{ours.median_us:.2f}", f"{ours.ops_per_s:,.0f}", _us(floor)]
-                row.append(_times(_ratio(ours, floor)))
+                row.append(_times(best_ratio(ours, floor)))
             rows.append(row)
     headers = ["mode", "state"]
     for op in ("encode", "decode"):
@@ -289,9 +114,9 @@ def _refusal_table(results: Results) -> str:
             row = [mode, size_label(size), _us(valid)]
             for refusal in REFUSALS:
                 refused = results.timing(mode, refusal, size)
-                row += [_us(refused), _times(_ratio(refused, valid))]
+                row += [_us(refused), _times(best_ratio(refused, valid))]
             oversized = results.timing(mode, "decode oversized", size) if size == smallest else None
-            row += [_us(oversized), _times(_ratio(oversized, valid))]
+            row += [_us(oversized), _times(best_ratio(oversized, valid))]
             rows.append(row)
     headers = [
         "mode",
@@ -392,7 +217,7 @@ def _guard_section(guards: GuardResults) -> list[str]:
     lines = [
         f"### Replay guard cost ({size_label(STATE_SIZE)} state, a fresh valid token per call, µs per call)",
         "",
-        f"Redis: {guards.redis}. {guards.rounds} samples of {guards.batch} decodes per case.",
+        f"Redis: {guards.redis}. Interleaved samples of fresh decodes, {guards.seconds:g} s a group.",
         "",
         _guard_table(guards),
     ]
@@ -410,11 +235,12 @@ def _guard_section(guards: GuardResults) -> list[str]:
 
 def _claims_section(guards: GuardResults) -> list[str]:
     rows = [
-        [row.setup, row.path, "-", "-", "-", "-", f"not available: {row.unavailable}"]
+        [row.setup, row.path, "-", "-", "-", "-", "-", f"not available: {row.unavailable}"]
         if row.per_second is None or row.p50_us is None or row.p99_us is None
         else [
             row.setup,
             row.path,
+            str(row.concurrency),
             f"{row.claims:,}",
             f"{row.per_second:,.0f}",
             f"{row.p50_us:.0f}",
@@ -423,8 +249,13 @@ def _claims_section(guards: GuardResults) -> list[str]:
         ]
         for row in guards.claims
     ]
-    headers = ["setup", "call", "claims", "claims/s", "p50 µs", "p99 µs", "note"]
-    return ["", "### Redis claims under load (fresh ids, loopback)", "", _table(headers, rows)]
+    headers = ["setup", "path", "at once", "claims", "claims/s", "p50 µs", "p99 µs", "note"]
+    return [
+        "",
+        "### Redis claims under load (fresh tokens, requeststate.bench.measure_guard, loopback)",
+        "",
+        _table(headers, rows),
+    ]
 
 
 def _busy_warning(results: Results) -> list[str]:
@@ -503,8 +334,7 @@ def _guards_json(guards: GuardResults | None) -> dict[str, Any] | None:
         return None
     memory = guards.memory
     return {
-        "rounds": guards.rounds,
-        "batch": guards.batch,
+        "seconds": guards.seconds,
         "redis": guards.redis,
         "rows": [dataclasses.asdict(row) for row in guards.rows],
         "claims": [dataclasses.asdict(row) for row in guards.claims],
@@ -541,62 +371,3 @@ def to_json(results: Results, targets: Sequence[Target]) -> dict[str, Any]:
         "import_time": None if results.import_time is None else dataclasses.asdict(results.import_time),
         "targets": [dataclasses.asdict(target) for target in targets],
     }
-
-
-def write_chart(results: Results, path: Path) -> bool:
-    """Draw the per-round and floor-ratio bars as a PNG; ``False`` if matplotlib is not installed."""
-    try:
-        matplotlib = importlib.import_module("matplotlib")
-    except ModuleNotFoundError:
-        return False
-    matplotlib.use("Agg")
-    pyplot = importlib.import_module("matplotlib.pyplot")
-    smallest = min(results.settings.sizes)
-    figure, (rounds_axes, floor_axes) = pyplot.subplots(1, 2, figsize=(13, 5.5))
-
-    codecs = [codec for codec in [*results.modes, *results.peers] if results.timing(codec, "round", smallest)]
-    times = [timing.best_us for codec in codecs if (timing := results.timing(codec, "round", smallest))]
-    colours = ["tab:blue" if codec in results.modes else "tab:gray" for codec in codecs]
-    bars = rounds_axes.barh(
-        [f"requeststate {c}" if c in results.modes else c for c in codecs], times, color=colours
-    )
-    rounds_axes.bar_label(bars, labels=[f"{t:.1f}" for t in times], padding=3)
-    rounds_axes.invert_yaxis()
-    rounds_axes.margins(x=0.12)
-    rounds_axes.set_xlabel(f"µs per round (encode + decode), {size_label(smallest)} state, best")
-    rounds_axes.set_title("Per round, lower is better")
-
-    labels = [f"{mode}\n{op}" for mode in results.modes for op in ("encode", "decode")]
-    width = 0.8 / len(results.settings.sizes)
-    for index, size in enumerate(results.settings.sizes):
-        ratios = [
-            _ratio(results.timing(mode, op, size), results.timing(mode, f"{op} floor", size)) or 0.0
-            for mode in results.modes
-            for op in ("encode", "decode")
-        ]
-        positions = [
-            slot + (index - (len(results.settings.sizes) - 1) / 2) * width for slot in range(len(labels))
-        ]
-        floor_axes.bar(positions, ratios, width, label=size_label(size))
-    floor_axes.axhline(
-        CHART_FLOOR_LIMIT,
-        color="tab:red",
-        linestyle="--",
-        label=f"v1e. decode target {CHART_FLOOR_LIMIT}x ({size_label(smallest)})",
-    )
-    floor_axes.axhline(1.0, color="black", linewidth=0.8)
-    floor_axes.set_xticks(range(len(labels)), labels)
-    floor_axes.set_ylabel("time / floor time (best)")
-    floor_axes.set_title("Against the floor, lower is better")
-    floor_axes.legend()
-
-    machine = results.machine
-    figure.suptitle(
-        f"requeststate {results.versions.get('requeststate')} · {machine['cpu']}, {machine['cores']} cores · "
-        f"{machine['python']} · {machine['date']}",
-        fontsize=10,
-    )
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
-    return True

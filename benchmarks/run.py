@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from cryptography.hazmat.backends.openssl import backend as openssl
 
 import requeststate as rs
+from requeststate.bench import Timing as Measured
+from requeststate.bench import measure, repeated
 
 from .cases import SIZES, codec_cases, make_state, round_trip
 from .guards import GuardResults, measure_guards
@@ -19,7 +21,6 @@ from .importtime import ImportTime, measure_import
 from .memory import MemoryUse, measure_memory
 from .multicore import Scaling, available_cores, measure_scaling
 from .peers import PEERS, build_peer
-from .timing import Stats, measure_interleaved
 
 __all__ = ["MemoryRow", "Results", "Settings", "Timing", "run"]
 
@@ -32,8 +33,8 @@ class Settings:
     """How long and how much to measure."""
 
     quick: bool
-    rounds: int
-    """Samples of each case, taken in interleaved rounds."""
+    group_seconds: float
+    """The budget of one group of cases, timed in interleaved rounds (``requeststate.bench.measure``)."""
     sample_seconds: float
     """The least duration of one sample."""
     memory_calls: int
@@ -46,14 +47,12 @@ class Settings:
     """Time the replay guards (``guards.py``)."""
     guard_redis: bool = True
     """Include Redis in the guard measurements (a loopback redis-server the run starts and stops)."""
-    guard_rounds: int = 120
-    """Samples of each guard case, taken in interleaved rounds."""
-    guard_batch: int = 50
-    """Decodes of fresh tokens per guard sample."""
+    guard_seconds: float = 2.0
+    """The budget of each group of guard cases (``guard_cost``)."""
     guard_memory_ids: int = 100_000
     """Ids a ``MemoryGuard`` holds when its memory is traced (its default capacity)."""
-    guard_claims: int = 0
-    """Sync and async claims timed per Redis setup (``guards.measure_claims``); 0 skips them."""
+    guard_claim_seconds: float = 0.0
+    """Seconds a level of claims under load per Redis setup (``guard_claims``); 0 skips them."""
     import_runs: int = 7
     """Fresh interpreters timed importing ``requeststate`` (``importtime.py``); 0 skips it."""
 
@@ -67,15 +66,14 @@ class Settings:
         """
         return cls(
             quick=False,
-            rounds=300,
+            group_seconds=2.0,
             sample_seconds=0.0005,
             memory_calls=100_000,
             multicore_seconds=3.0,
             multicore_repeats=2,
-            guard_rounds=120,
-            guard_batch=50,
+            guard_seconds=2.0,
             guard_memory_ids=100_000,
-            guard_claims=20_000,
+            guard_claim_seconds=2.0,
         )
 
     @classmethod
@@ -83,15 +81,14 @@ class Settings:
         """``--quick``: the same measurements, shorter, in well under 30 s."""
         return cls(
             quick=True,
-            rounds=60,
+            group_seconds=0.4,
             sample_seconds=0.0005,
             memory_calls=10_000,
             multicore_seconds=0.75,
             multicore_repeats=1,
-            guard_rounds=30,
-            guard_batch=50,
+            guard_seconds=0.4,
             guard_memory_ids=20_000,
-            guard_claims=2_000,
+            guard_claim_seconds=0.25,
         )
 
 
@@ -113,10 +110,17 @@ class Timing:
     samples: int
 
     @classmethod
-    def of(cls, codec: str, op: str, size: int, stats: Stats) -> Timing:
-        """A row from the statistics of one case."""
+    def of(cls, codec: str, op: str, size: int, measured: Measured) -> Timing:
+        """A row from the timing of one case."""
         return cls(
-            codec, op, size, stats.best_us, stats.median_us, stats.ops_per_s, stats.number, stats.samples
+            codec,
+            op,
+            size,
+            measured.best_us,
+            measured.median_us,
+            measured.per_second,
+            measured.calls,
+            measured.samples,
         )
 
 
@@ -190,6 +194,12 @@ def _machine() -> dict[str, str]:
     }
 
 
+def _measure(cases: dict[str, Callable[[], object]], settings: Settings) -> dict[str, Measured]:
+    # The package's harness: interleaved rounds of one sample each, within the group's budget.
+    batches = {name: repeated(case) for name, case in cases.items()}
+    return measure(batches, seconds=settings.group_seconds, sample_seconds=settings.sample_seconds)
+
+
 def run(settings: Settings, progress: Callable[[str], None] = lambda line: None) -> Results:
     """Measure everything ``settings`` asks for; ``progress`` hears one line per step."""
     began = time.perf_counter()
@@ -216,8 +226,8 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda line: None)
         for mode in rs.Mode:
             progress(f"{mode.value}, {size} B: codec, floor and refusals")
             cases = codec_cases(state, ring, mode, oversized=size == smallest)
-            stats = measure_interleaved(cases, rounds=settings.rounds, sample_seconds=settings.sample_seconds)
-            results.timings += [Timing.of(mode.value, op, size, one) for op, one in stats.items()]
+            timed = _measure(cases, settings)
+            results.timings += [Timing.of(mode.value, op, size, one) for op, one in timed.items()]
         progress(f"{size} B: rounds, ours and peers")
         rounds: dict[str, Callable[[], object]] = {
             mode.value: round_trip(state, ring, mode) for mode in rs.Mode
@@ -226,8 +236,8 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda line: None)
             peer_round = build_peer(peer, state)
             if peer_round is not None:
                 rounds[peer.name] = peer_round
-        stats = measure_interleaved(rounds, rounds=settings.rounds, sample_seconds=settings.sample_seconds)
-        results.timings += [Timing.of(codec, "round", size, one) for codec, one in stats.items()]
+        timed = _measure(rounds, settings)
+        results.timings += [Timing.of(codec, "round", size, one) for codec, one in timed.items()]
     results.peers = [peer.name for peer in PEERS if results.timing(peer.name, "round", smallest) is not None]
     state = make_state(smallest)
     for mode in rs.Mode:
@@ -239,11 +249,11 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda line: None)
         ]
     if settings.guards:
         results.guards = measure_guards(
-            rounds=settings.guard_rounds,
-            batch=settings.guard_batch,
+            seconds=settings.guard_seconds,
+            sample_seconds=settings.sample_seconds,
             memory_ids=settings.guard_memory_ids,
             redis=settings.guard_redis,
-            claims=settings.guard_claims,
+            claim_seconds=settings.guard_claim_seconds,
             progress=progress,
         )
     if settings.multicore:

@@ -18,8 +18,8 @@ on each, for a bounded time:
   ``FLUSHALL`` as the first to claim, with that stale clock), and a verifier whose settings
   differ from the namespace's (another leeway or clock_skew), every claim of which is refused
   while the namespace holds a live claim (an SQLite namespace with none takes its terms, as a
-  loss: docs/sqlite-guard.md); on the SQLite file: the file deleted, replaced by a new one, or truncated under the
-  running workers, and a process killed (``kill -9``) in the middle of its claims;
+  loss: docs/sqlite-guard.md); on the SQLite file: the file deleted, replaced by a new one, or
+  truncated under the running workers, and a process killed (``kill -9``) in the middle of its claims;
 - every redemption is recorded in a history, and a checker counts what single use forbids: a
   token accepted twice. It reports how long after each loss a flow started after it succeeds
   again, the share of first redemptions refused as collateral, and how many claims of the

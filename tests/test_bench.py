@@ -13,6 +13,7 @@ import ast
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import io
 import json
 import re
@@ -20,6 +21,7 @@ import sqlite3
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +33,9 @@ import requeststate as rs
 import requeststate.mcp
 from requeststate import bench
 from requeststate.bench import _guards as bench_guards_module
-from requeststate.bench._claims import (
+from requeststate.bench import _measure as bench_measure_module
+from requeststate.bench._analysis import verdict
+from requeststate.bench._claim_load import (
     CONCURRENCY,
     MAX_TOKENS,
     ClaimLevel,
@@ -40,10 +44,12 @@ from requeststate.bench._claims import (
     stops_rising_at,
     tokens_for,
 )
-from requeststate.bench._guards import NAMESPACE_PREFIX, NEEDS_EXTRA, claim_keys, guard_from_url, shown_url
+from requeststate.bench._guards import HIDDEN, NAMESPACE_PREFIX, NEEDS_EXTRA, guard_from_url, shown_url
+from requeststate.bench._http import HTTP_CLIENTS, HTTP_SERVERS, SLICES, HttpResult, http_rounds
 from requeststate.bench._mcp import FASTMCP_BOUNDARY, FASTMCP_PROTECT, MCPD, PROTECT, SDK_BOUNDARY, USE_CODEC
 from requeststate.bench._measure import (
     ASYNC,
+    HTTP_MISSING,
     MCP_MISSING,
     SUBJECT,
     SYNC,
@@ -54,10 +60,16 @@ from requeststate.bench._measure import (
     Results,
     measure_guard,
 )
-from requeststate.bench._options import MEMORY_URL, MIN_STATE_BYTES, ConfigError, Settings, generated_state
-from requeststate.bench._report import text, verdict
+from requeststate.bench._options import (
+    MEMORY_URL,
+    MIN_STATE_BYTES,
+    ConfigError,
+    Settings,
+    generated_state,
+    guard_urls_text,
+)
+from requeststate.bench._report import as_json, text
 from requeststate.bench._timing import MIN_ROUNDS, Batch, Timing, measure
-from requeststate.redis import CLUSTER_BUCKETS, claim_location
 
 from .conftest import SECRET
 from .support import redis_server
@@ -97,6 +109,22 @@ def own_server() -> Iterator[Server]:
         yield running
 
 
+def canned_http(state: str, codec: rs.Codec, seconds: float) -> tuple[HttpResult, ...]:
+    """Rounds over HTTP, not measured: for the tests that concern another layer (a real run costs seconds)."""
+    return tuple(HttpResult(name, 40, 0.1, 90_000.0, 120_000.0) for name in HTTP_SERVERS)
+
+
+@pytest.fixture(autouse=True)
+def http_canned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_measure_module, "http_rounds", canned_http)
+
+
+@pytest.fixture
+def real_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rounds over HTTP measured for real: real servers and clients on loopback."""
+    monkeypatch.setattr(bench_measure_module, "http_rounds", http_rounds)
+
+
 def evalsha_calls(server: Server) -> int:
     stats: dict[str, dict[str, int]] = server.execute("INFO", "commandstats")
     return stats.get("cmdstat_evalsha", {}).get("calls", 0)
@@ -105,9 +133,23 @@ def evalsha_calls(server: Server) -> int:
 # --- the package ---------------------------------------------------------------------
 
 
-def test_the_package_offers_the_command_line_and_the_mcp_rounds_only() -> None:
-    # Catches: internals exported, or a function the CLI or benchmarks.mcp_rounds calls renamed.
-    assert bench.__all__ == ["add_arguments", "boundary_rounds", "run", "signed_in"]
+def test_the_package_offers_the_command_line_and_the_harness_only() -> None:
+    # Catches: internals exported, or a function the CLI or the repository's benchmarks call renamed.
+    assert bench.__all__ == [
+        "ASYNC",
+        "SYNC",
+        "Batch",
+        "ClaimLevel",
+        "Timing",
+        "add_arguments",
+        "boundary_rounds",
+        "measure",
+        "measure_guard",
+        "percentile_us",
+        "repeated",
+        "run",
+        "signed_in",
+    ]
 
 
 def _imported_modules(source: Path) -> list[tuple[str, int]]:
@@ -145,15 +187,15 @@ def _documented_json() -> tuple[list[str], dict[str, list[str]]]:
     fields, members = [], {}
     for row in re.finditer(r"^\| `(\w+)` \| (.*) \|$", table, re.MULTILINE):
         fields.append(row[1])
-        if row[1] in ("modes", "mcp", "guards", "levels", "round", "bounds"):
+        if row[1] in ("modes", "mcp", "http", "guards", "levels", "round", "bounds"):
             # The members are the backticked names before each comma, or before a parenthesis.
             members[row[1]] = re.findall(r"`(\w+)`(?= \(|,|$)", row[2].partition(": ")[2])
     return [field for field in fields if field != "levels"], members
 
 
-def test_json_has_the_documented_fields_for_the_modes_and_the_state_size_asked() -> None:
+def test_json_has_the_documented_fields_for_the_modes_and_the_state_size_asked(real_http: None) -> None:
     # Catches: a field missing or undocumented, modes measured other than asked (or reordered),
-    # the size ignored, rounds/s computed from anything but the round.
+    # the size ignored, rounds/s computed from anything but the round, a round over HTTP missing.
     code, out = bench_run("--json", "--mode", "xchacha,signed", "--state-bytes", "300")
     assert code == 0
     assert out.isascii()
@@ -190,6 +232,13 @@ def test_json_has_the_documented_fields_for_the_modes_and_the_state_size_asked()
         for level in guard["levels"]:
             assert list(level) == members["levels"]
             assert level["refused"] == 0
+    assert [server["server"] for server in document["http"]] == [SDK_BOUNDARY, PROTECT]
+    for server in document["http"]:
+        assert list(server) == members["http"]
+        assert server["clients"] == HTTP_CLIENTS
+        assert server["rounds"] >= HTTP_CLIENTS * SLICES  # every client, at least once a slice
+    assert document["http_missing"] is None
+    assert document["transport"] == document["http"][1]["rounds_per_second"]
     assert list(document["round"]) == members["round"]
     assert document["round"]["layer"] == PROTECT
     assert [list(bound) for bound in document["bounds"]] == [members["bounds"]]
@@ -239,8 +288,20 @@ def test_without_the_mcp_extra_the_boundaries_are_named_not_measured(monkeypatch
     monkeypatch.setitem(sys.modules, "mcp.server.request_state", None)
     document = bench_json("--mode", "signed")
     assert (document["mcp"], document["mcp_missing"]) == ([], MCP_MISSING)
+    assert (document["http"], document["http_missing"], document["transport"]) == ([], MCP_MISSING, None)
     assert document["round"]["layer"] == "the signed codec"
     assert f"protect() and the SDK's boundary {MCP_MISSING}" in document["verdict"]
+
+
+def test_without_uvicorn_the_round_over_http_is_named_not_measured(
+    real_http: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Catches: an ImportError's traceback, or a verdict that names the transport without measuring it.
+    monkeypatch.setitem(sys.modules, "uvicorn", None)
+    document = bench_json("--mode", "signed")
+    assert (document["http"], document["http_missing"], document["transport"]) == ([], HTTP_MISSING, None)
+    assert document["bounds"][0]["bound_by"] in {"guard", "round"}  # which: the timing's, never "transport"
+    assert f"a round over HTTP {HTTP_MISSING}" in document["verdict"]
 
 
 @pytest.mark.parametrize("size", [MIN_STATE_BYTES, MIN_STATE_BYTES + 1, 64, 1001])
@@ -287,13 +348,32 @@ def test_the_default_run_finishes_with_every_mode_the_boundaries_and_the_memory_
     assert code == 0
     lines = out.splitlines()
     assert lines[0].endswith(": a 64-byte state (generated), a ring of 1 key")
-    first_words = [line.partition(" ")[0] for line in lines]
+    http_rows = [
+        line.partition(" server ")[0] for line in lines if " server " in line and line.endswith(" µs")
+    ]
+    first_words = [line.partition(" ")[0] for line in lines if line.partition(" server ")[0] not in http_rows]
     for row in ["signed", "encrypted", "xchacha", SDK_BOUNDARY.partition(" ")[0], PROTECT]:
         assert first_words.count(row) == 1, row
     assert first_words.count(MEMORY_URL) == 2  # a row for each path; its other levels leave the name out
+    assert http_rows == list(HTTP_SERVERS)
     verdict_at = lines.index("verdict:")
-    assert lines[verdict_at + 1].startswith("  a round: protect() ")
-    assert lines[verdict_at + 2].startswith("  memory (MemoryGuard): ")
+    assert lines[verdict_at + 1].startswith("  a round in process: protect() ")
+    assert lines[verdict_at + 2].startswith("  a round over HTTP (streamable HTTP on loopback, ")
+    assert lines[verdict_at + 3].startswith("  memory (MemoryGuard): ")
+
+
+def test_the_help_and_docs_list_the_same_guard_urls() -> None:
+    # Issue 43: --help listed unix:/// and omitted sqlite:////, the reverse of docs/cli.md.
+    # Catches: a URL added to one and not the other (both come from _options.GUARD_URLS).
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    (action,) = (action for action in parser._actions if "--guard" in action.option_strings)
+    assert action.help is not None
+    assert guard_urls_text() in action.help
+    section = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").partition("## bench")[2]
+    (row,) = re.findall(r"^\| `--guard URL` \|.*$", section, re.MULTILINE)
+    assert guard_urls_text("`") in row
+    assert "unix://" not in row + action.help
 
 
 def test_the_default_budget_is_5_seconds() -> None:
@@ -330,14 +410,24 @@ def _levels(*claims_per_second: float) -> tuple[ClaimLevel, ...]:
 
 
 def _results(
-    boundaries: dict[str, float], guards: dict[tuple[str, str], tuple[float, ...]], *, round_us: float = 8.0
+    boundaries: dict[str, float],
+    guards: dict[tuple[str, str], tuple[float, ...]],
+    *,
+    round_us: float = 8.0,
+    http: dict[str, float] | None = None,
 ) -> Results:
+    """Results of these figures: boundaries' µs, guards' claims/s, servers' rounds/s over HTTP."""
     urls = tuple(dict.fromkeys(url for url, _ in guards))
     return Results(
         _settings((rs.Mode.ENCRYPTED,), urls),
         (ModeResult(rs.Mode.ENCRYPTED, 300, _timing(4.0), _timing(4.0), _timing(round_us)),),
         tuple(BoundaryResult(name, _timing(us)) for name, us in boundaries.items()),
         None if boundaries else MCP_MISSING,
+        tuple(
+            HttpResult(name, round(rate * 10), 10.0, 20_000.0, 40_000.0)
+            for name, rate in (http or {}).items()
+        ),
+        None if http else MCP_MISSING if not boundaries else HTTP_MISSING,
         tuple(
             GuardResult(url, "RedisGuard" if path == SYNC else "AsyncRedisGuard", path, _levels(*rates))
             for (url, path), rates in guards.items()
@@ -348,32 +438,62 @@ def _results(
     )
 
 
-def test_the_verdict_names_the_guard_when_it_claims_fewer_per_second_than_a_round_runs() -> None:
+def test_the_verdict_names_the_transport_when_a_round_over_http_is_slower_than_the_guard() -> None:
+    # Issue 43: a fleet served 317 flows/s with a Redis guard and 315 with none, and the bench said
+    # "the guard bounds a round" (3,366 claims/s against protect()'s 6,493 rounds/s in process).
+    # Catches: the guard compared with the layers in process when a round over HTTP was measured.
+    url = "redis://:hunter2@cache:6379/0"
+    results = _results(
+        {SDK_BOUNDARY: 246.86, PROTECT: 154.0},
+        {(url, SYNC): (3_366, 3_085, 1_194), (url, ASYNC): (1_532, 1_946, 1_217)},
+        http={SDK_BOUNDARY: 315.0, PROTECT: 317.0},
+    )
+    assert verdict(results) == [
+        "a round in process: protect() 154.00 µs, 6,494 rounds/s on one core, 0.62x the SDK boundary's "
+        "round; the encrypted codec's encode and decode 8.00 µs",
+        f"a round over HTTP (streamable HTTP on loopback, {HTTP_CLIENTS} clients, server and clients in this "
+        "process): protect() 317 rounds/s, the SDK's server as shipped 315 (1.01x); protect()'s own work "
+        "(154.00 µs) is 4.9% of a round's time over HTTP",
+        "redis://cache:6379/0 (RedisGuard): 3,366 claims/s, sync at 1 thread (stops rising past 1 thread), "
+        "against 317 rounds/s over HTTP: the transport (HTTP and the MCP server and client), not the guard, "
+        "bounds a round",
+        "not measured here: your handlers, what your auth calls, a network past loopback; a server far below "
+        "these rates spends its time there",
+    ]
+    (bound,) = json.loads(as_json(results))["bounds"]
+    assert bound["bound_by"] == "transport"
+
+
+def test_the_verdict_names_the_guard_when_it_claims_fewer_per_second_than_a_round_over_http_runs() -> None:
     # Catches: the comparison inverted, the best level taken from one path only, the round taken
     # from the codec when protect() was measured, the FastMCP ratio against the SDK's boundary.
     url = "redis://:hunter2@cache:6379/0"
     results = _results(
         {SDK_BOUNDARY: 100.0, PROTECT: 40.0, FASTMCP_BOUNDARY: 80.0, FASTMCP_PROTECT: 44.0},
         {(url, SYNC): (2_000, 6_000, 6_200), (url, ASYNC): (3_000, 9_000, 9_500)},
+        http={SDK_BOUNDARY: 12_000.0, PROTECT: 10_000.0},
     )
-    assert verdict(results) == [
-        "a round: protect() 40.00 µs, 25,000 rounds/s on one core, 0.40x the SDK boundary's round; "
-        "the encrypted codec's encode and decode 8.00 µs; protect(FastMCP) 0.55x FastMCP's own boundary",
+    assert verdict(results)[0] == (
+        "a round in process: protect() 40.00 µs, 25,000 rounds/s on one core, 0.40x the SDK boundary's "
+        "round; the encrypted codec's encode and decode 8.00 µs; "
+        "protect(FastMCP) 0.55x FastMCP's own boundary"
+    )
+    assert verdict(results)[2] == (
         "redis://cache:6379/0 (AsyncRedisGuard): 9,500 claims/s, async at 64 tasks (stops rising past "
-        "8 tasks), against 25,000 rounds/s: the guard bounds a round",
-        "not measured here: your transport (HTTP, JSON-RPC framing) and your handlers; a server far below "
-        "these rates spends its time there",
-    ]
+        "8 tasks), against 10,000 rounds/s over HTTP: the guard bounds a round"
+    )
 
 
 def test_without_protect_the_verdict_compares_the_guard_with_the_codecs_round() -> None:
     # Catches: a verdict that needs protect(), or the guard named as the bound when it is faster.
     results = _results({}, {(MEMORY_URL, SYNC): (200_000, 150_000, 90_000), (MEMORY_URL, ASYNC): (1, 2, 3)})
-    assert verdict(results)[:3] == [
-        "a round: the encrypted codec 8.00 µs, 125,000 rounds/s on one core",
+    assert verdict(results) == [
+        "a round in process: the encrypted codec 8.00 µs, 125,000 rounds/s on one core",
         "memory (RedisGuard): 200,000 claims/s, sync at 1 thread (stops rising past 1 thread), against "
-        "125,000 rounds/s: the round (the encrypted codec), not the guard, bounds it",
+        "125,000 rounds/s in process: the round (the encrypted codec), not the guard, bounds it",
         f"protect() and the SDK's boundary {MCP_MISSING}",
+        "not measured here: your transport (HTTP, JSON-RPC framing) and your handlers; a server far below "
+        "these rates spends its time there",
     ]
 
 
@@ -508,7 +628,7 @@ def test_a_guard_that_does_not_guard_is_not_measured(
     guard: rs.Guard, message: str, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Catches: a guard's rate measured on accepted replays, or on refusals.
-    monkeypatch.setattr(bench_guards_module, "guard_from_url", lambda url, *, asyncio: guard)
+    monkeypatch.setattr(bench_guards_module, "guard_from_url", lambda url, *, asyncio, namespace: guard)
     minting = rs.Codec(rs.KeyRing(SECRET), mode="signed")
     with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
         asyncio.run(measure_guard(MEMORY_URL, path, "{}", minting, 0.01, rate_hint=100.0))
@@ -527,8 +647,8 @@ def test_an_unknown_guard_exits_2_naming_the_guards(capsys: pytest.CaptureFixtur
 def test_a_guard_url_gives_a_sync_or_asyncio_guard_on_its_namespace(server: Server) -> None:
     # Catches: asyncio=True ignored, ?namespace= dropped (the guard would claim in the servers' own
     # namespace) or passed on to redis-py (which refuses it).
-    sync_guard = guard_from_url(f"{server.url}?namespace=bench-test")
-    async_guard = guard_from_url(f"{server.url}?namespace=bench-test", asyncio=True)
+    sync_guard = guard_from_url(f"{server.url}?namespace=theirs", namespace="bench-test")
+    async_guard = guard_from_url(server.url, asyncio=True, namespace="bench-test")
     assert (type(sync_guard).__name__, type(async_guard).__name__) == ("RedisGuard", "AsyncRedisGuard")
     assert repr(sync_guard) == "RedisGuard(namespace='bench-test')"
     assert type(guard_from_url(MEMORY_URL, asyncio=True)) is rs.MemoryGuard
@@ -592,13 +712,11 @@ def test_a_redis_lost_before_its_keys_are_deleted_is_named_on_stderr(
     real_delete = bench_guards_module._delete
     deletes: list[bool] = []
 
-    async def lose_redis_before_the_last_delete(
-        guard: object, namespace: str, cluster: bool, *, warn: bool
-    ) -> None:
+    async def lose_redis_before_the_last_delete(guard: object, namespace: str, *, warn: bool) -> None:
         deletes.append(warn)
         if len(deletes) == 2:  # the async path's, after the sync path's went through
             own_server.kill()
-        await real_delete(guard, namespace, cluster, warn=warn)
+        await real_delete(guard, namespace, warn=warn)
 
     monkeypatch.setattr(bench_guards_module, "_delete", lose_redis_before_the_last_delete)
     code, out = bench_run("--json", "--mode", "signed", "--guard", own_server.url)
@@ -633,15 +751,6 @@ def test_a_cluster_is_measured_and_every_bucket_deleted() -> None:
         assert [master.execute("DBSIZE") for master in cluster.masters] == [0] * len(cluster.masters)
 
 
-@pytest.mark.parametrize("buckets", [1, CLUSTER_BUCKETS])
-def test_claim_keys_are_every_bucket_a_claim_can_land_in(buckets: int) -> None:
-    # Catches: the enumeration stopping before the last bucket (its claims never deleted).
-    namespace = f"test-{uuid.uuid4().hex}"
-    keys = claim_keys(namespace, buckets)
-    assert len(keys) == buckets
-    assert all(claim_location(namespace, uuid.uuid4().hex, buckets).key in keys for _ in range(2000))
-
-
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
@@ -649,11 +758,102 @@ def test_claim_keys_are_every_bucket_a_claim_can_land_in(buckets: int) -> None:
         ("rediss://:pass@[::1]:6379/0?password=again", "rediss://[::1]:6379/0"),
         ("sqlite:////var/lib/app/claims.db?namespace=app", "sqlite:////var/lib/app/claims.db"),
         ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://:pa@ss@cache:6379/0", "redis://cache:6379/0"),
+        ("redis://:pa/ss@cache:6379/0", f"redis://{HIDDEN}"),
+        ("redis://:pa?ss@cache:6379/0", f"redis://{HIDDEN}"),
+        ("redis://:pa#ss@cache:6379/0", f"redis://{HIDDEN}"),
+        ("memory", "memory"),
+        ("  MEMORY ", "MEMORY"),
     ],
 )
 def test_a_shown_url_has_no_user_password_or_query(url: str, shown: str) -> None:
-    # Catches: a password in the query string (redis-py reads one there) printed.
+    # Catches: a password in the query string (redis-py reads one there) printed, or the part of a
+    # password past an unencoded '/', '?' or '#' printed as the URL's path, query or fragment.
     assert shown_url(url) == shown
+
+
+# Passwords that end a URL's authority early when not percent-encoded, or that look like its parts.
+HOSTILE_PASSWORDS = [
+    "Hunter2/Secret9",
+    "Hunter2?Secret9",
+    "Hunter2#Secret9",
+    "Hunter2@Secret9",
+    "Hunter2:Secret9",
+    "Hunter2%Secret9",
+    "Hunter2 Secret9",
+    "Hunter2/?#@: %Secret9",
+]
+
+
+def _password_pieces(password: str) -> list[str]:
+    # The password, and each run of letters and digits in it: a leak of any piece is a leak.
+    return [password, *re.findall(r"[A-Za-z0-9]{4,}", password)]
+
+
+def no_mcp_rounds(state: str, codec: rs.Codec) -> dict[str, Any]:
+    raise ImportError("not measured here: this test concerns what a guard URL prints")
+
+
+@pytest.mark.parametrize("encoded", [False, True], ids=["as-typed", "percent-encoded"])
+@pytest.mark.parametrize("password", HOSTILE_PASSWORDS)
+def test_no_byte_of_a_password_is_printed_whatever_it_holds(
+    password: str,
+    encoded: bool,
+    server: Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Issue 41 E: a password holding '/', '?' or '#' was printed, unencoded (6 of 32 URLs).
+    # Catches: any piece of the password in the report, the JSON, an error, or a warning, whether
+    # the server accepts the URL (the run measures) or not (it exits 2).
+    user = f"bench-{uuid.uuid4().hex[:8]}"  # a user of its own: the module's server stays open
+    server.execute("ACL", "SETUSER", user, "on", f">{password}", "~*", "&*", "+@all")
+    # Seconds less: no MCP rounds, one level of claims (what is printed does not depend on them).
+    monkeypatch.setattr(bench_measure_module, "boundary_rounds", no_mcp_rounds)
+    one_level = functools.partial(measure_guard, concurrency=(1,))
+    monkeypatch.setattr(bench_measure_module, "measure_guard", one_level)
+    written = urllib.parse.quote(password, safe="") if encoded else password
+    # A 2 s timeout: a loaded machine's slow claim is not what this test is about.
+    url = f"redis://{user}:{written}@127.0.0.1:{server.port}/0?timeout=2"
+    code, out = bench_run("--json", "--mode", "signed", "--guard", url)
+    printed = out + capsys.readouterr().err
+    for piece in _password_pieces(password):
+        assert piece not in printed
+        assert urllib.parse.quote(piece, safe="") not in printed
+    if encoded or code == 0:  # unencoded, '@', ':', '%' and ' ' still read as a password
+        assert code == 0
+        assert json.loads(out)["guards"][0]["guard"] == server.url
+    else:
+        assert (code, out) == (2, "")
+
+
+class CloseRaisingGuard:
+    """A MemoryGuard but for its close, which raises as AsyncRedisGuard.aclose() did on a killed server."""
+
+    def __init__(self) -> None:
+        self._memory = rs.MemoryGuard()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)  # claim, begin, and what a Codec tells its guard
+
+    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        return self._memory.claim(token_id, expires_at, now)
+
+    async def aclose(self) -> None:
+        raise ConnectionError("Connection closed by server.")
+
+
+def test_a_guard_whose_close_raises_loses_no_measurement(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 43: a finished measurement lost to a traceback when closing the guard raised.
+    # Catches: close() unguarded, or its failure hidden without a word.
+    monkeypatch.setattr(
+        bench_guards_module, "guard_from_url", lambda url, *, asyncio, namespace: CloseRaisingGuard()
+    )
+    document = bench_json("--mode", "signed")
+    assert [guard["path"] for guard in document["guards"]] == [SYNC, ASYNC]
+    assert capsys.readouterr().err == "warning: the CloseRaisingGuard did not close (ConnectionError)\n" * 2
 
 
 def test_redis_without_the_extra_exits_2_naming_the_extra(

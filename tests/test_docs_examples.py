@@ -99,17 +99,7 @@ VERSIONED_PAGES = [
 ]
 
 
-def _versioned(page: Path) -> object:
-    where = str(page.relative_to(ROOT))
-    if where == "docs/cli.md":
-        # Its bench sample names the release it ran on (0.3.0), and is being regenerated on
-        # another branch; strict, so the mark goes when the sample is new.
-        sample_of_0_3 = pytest.mark.xfail(strict=True, reason="bench sample of 0.3.0")
-        return pytest.param(page, id=where, marks=sample_of_0_3)
-    return pytest.param(page, id=where)
-
-
-@pytest.mark.parametrize("page", [_versioned(page) for page in VERSIONED_PAGES])
+@pytest.mark.parametrize("page", VERSIONED_PAGES, ids=lambda page: str(page.relative_to(ROOT)))
 def test_a_page_names_no_release_but_the_package_version(page: Path) -> None:
     named = {m["version"] for m in _RELEASE.finditer(page.read_text(encoding="utf-8"))}
     if page.name == "README.md" and page.parent == ROOT:

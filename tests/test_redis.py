@@ -419,8 +419,9 @@ def test_timeout_must_be_positive_finite_and_at_most_a_minute(timeout: float, sh
         RedisGuard.from_url("redis://127.0.0.1:6379/0", timeout=timeout)
 
 
-@pytest.mark.parametrize(("timeout", "kind"), [(None, "NoneType"), (True, "bool")])
+@pytest.mark.parametrize(("timeout", "kind"), [("0.5", "str"), (True, "bool")])
 def test_timeout_must_be_a_number(timeout: object, kind: str) -> None:
+    # None is no timeout given (the default); a query's text is read as a number, a keyword's is not.
     with pytest.raises(TypeError, match=rf"^timeout must be a number of seconds, not {kind}$"):
         RedisGuard.from_url("redis://127.0.0.1:6379/0", timeout=timeout)  # type: ignore[arg-type]
 
@@ -468,12 +469,10 @@ def test_an_unknown_option_is_refused_by_name(
     # would run without the option meant.
     client: Any = redis.Redis() if guard_class is RedisGuard else redis.asyncio.Redis()
     options: Any = {removed: 1}
-    for construct in (
-        lambda: guard_class(client, **options),
-        lambda: guard_class.from_url("redis://h/0", **options),
-    ):
-        with pytest.raises(TypeError, match=rf"got an unexpected keyword argument '{removed}'$"):
-            construct()
+    with pytest.raises(TypeError, match=rf"got an unexpected keyword argument '{removed}'$"):
+        guard_class(client, **options)
+    with pytest.raises(TypeError, match=rf"got an unexpected keyword argument '{removed}'$"):
+        guard_class.from_url("redis://h/0", **options)
 
 
 def test_from_url_checks_the_options_before_a_cluster_client_connects(closed_port_url: str) -> None:

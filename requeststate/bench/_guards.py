@@ -1,8 +1,7 @@
 """The guards ``--guard URL`` names: built from the URL, begun, and what they wrote deleted after.
 
-A ``--guard`` is a ``REQUESTSTATE_GUARD`` URL (``requeststate.guard_from_url``):
-``memory``, ``redis://``/``rediss://``, ``redis+cluster://`` (a node of a Redis
-Cluster) and ``sqlite:////absolute/path.db``, with ``?namespace=NAME``.
+A ``--guard`` is a ``REQUESTSTATE_GUARD`` URL (``requeststate.guard_from_url``), one of
+``_options.GUARD_URLS``; its ``?namespace=`` is replaced by the run's own.
 
 The user's store may be a live one: each Redis or SQLite guard claims only
 under a namespace of the run's own (``requeststate-bench-`` and random hex),
@@ -14,7 +13,6 @@ integration is imported only for its URL: the redis extra is optional.
 from __future__ import annotations
 
 import inspect
-import itertools
 import os
 import sys
 import time
@@ -29,59 +27,73 @@ import requeststate as rs
 from ._options import MEMORY_URL, ConfigError
 
 __all__ = [
-    "CLUSTER_SCHEME",
+    "HIDDEN",
     "NAMESPACE_PREFIX",
     "NEEDS_EXTRA",
     "BenchGuard",
     "bench_guard",
-    "claim_keys",
     "guard_from_url",
     "shown_url",
+    "store_error",
 ]
 
-CLUSTER_SCHEME: Final = "redis+cluster"
-_REDIS_SCHEMES: Final = frozenset({"redis", "rediss", "unix", CLUSTER_SCHEME})
 NAMESPACE_PREFIX: Final = "requeststate-bench-"
 NEEDS_EXTRA: Final = "a Redis --guard needs the redis extra: pip install 'requeststate[redis]'"
-_CLUSTER_SCHEMES: Final = (f"{CLUSTER_SCHEME}:", "rediss+cluster:")
+HIDDEN: Final = "(address hidden: an '@' after it; percent-encode the password)"
+"""Shown for a URL whose password may run past its host: a '/', '?' or '#' in it, not percent-encoded."""
 
 
 def shown_url(url: str) -> str:
-    """``url`` without its user, password and query (a password may be there), for reports and errors."""
-    netloc = urllib.parse.urlsplit(url).netloc
-    address = netloc.rpartition("@")[2]
-    # Cut, not rebuilt: urlunsplit would drop the empty authority of sqlite:////path.
-    return url.partition("?")[0].partition("#")[0].replace(netloc, address, 1)
+    """``url`` without its user, password, query and fragment, for reports and errors.
+
+    A password ends at the last '@' of the authority (``scheme://`` up to the
+    first '/', '?' or '#'); one that holds an unencoded '/', '?' or '#' ends the
+    authority early, and leaves an '@' after it: then nothing past the scheme is
+    shown, since any part of the rest may be the password. The text is cut, not
+    rebuilt: urlunsplit would drop the empty authority of ``sqlite:////path``.
+    """
+    scheme, separator, rest = url.strip().partition("://")
+    if not separator:  # memory, or no URL: its first word only
+        return scheme.partition("?")[0].partition("#")[0].partition(":")[0].partition("@")[0]
+    ends = [at for at in (rest.find(mark) for mark in "/?#") if at >= 0]
+    authority_end = min(ends, default=len(rest))
+    authority, after = rest[:authority_end], rest[authority_end:]
+    if "@" in after:
+        return f"{scheme}://{HIDDEN}"
+    path = after.partition("?")[0].partition("#")[0]
+    return f"{scheme}://{authority.rpartition('@')[2]}{path}"
 
 
-def guard_from_url(url: str, *, asyncio: bool = False) -> rs.Guard | rs.AsyncGuard:
-    """The guard ``url`` names (``requeststate.guard_from_url``), sync, or its asyncio twin.
+def store_error(url: str, error: BaseException) -> str:
+    """What a store's exception says, for a ``--guard`` error: its words, unless the URL hides its address.
+
+    A client names the address it failed to reach: where ``shown_url`` hides
+    it, that address may be part of a password, and only the exception's type is told.
+    """
+    if shown_url(url).endswith(HIDDEN):
+        return type(error).__name__
+    return f"{type(error).__name__}: {error}"
+
+
+def guard_from_url(
+    url: str, *, asyncio: bool = False, namespace: str | None = None
+) -> rs.Guard | rs.AsyncGuard:
+    """The guard ``url`` names (``requeststate.guard_from_url``), sync or its asyncio twin, on ``namespace``.
+
+    ``namespace`` replaces the URL's own ``?namespace=`` (``memory`` takes none).
+    An error shows ``url`` as ``shown_url`` does, never the URL as rewritten.
 
     Raises:
         ConfigError: a URL no guard takes (its words, which name ``REQUESTSTATE_GUARD``), or
             the store's extra missing.
     """
+    built = url if namespace is None else _with_namespace(url, namespace)
     try:
-        return rs.guard_from_url(url, asyncio=asyncio)
+        return rs.guard_from_url(built, asyncio=asyncio)
     except ValueError as refused:
         raise ConfigError(f"--guard {shown_url(url)}: {refused}") from None
     except ImportError:
         raise ConfigError(NEEDS_EXTRA) from None
-
-
-def claim_keys(namespace: str, buckets: int) -> set[str]:
-    """Every key a Redis guard of ``buckets`` buckets writes under ``namespace``: its claims' sorted sets.
-
-    Found through ``claim_location`` (each bucket's marker lives in its set), so
-    that the run deletes what the guard wrote without scanning the user's Redis.
-    """
-    from requeststate.redis import claim_location
-
-    keys: set[str] = set()
-    ids = itertools.count()
-    while len(keys) < buckets:
-        keys.add(claim_location(namespace, str(next(ids)), buckets).key)
-    return keys
 
 
 @dataclass(frozen=True)
@@ -104,7 +116,9 @@ async def bench_guard(url: str, *, asyncio: bool) -> AsyncIterator[BenchGuard]:
     """The guard ``url`` names, on a namespace of the run's own, begun; closed, and its keys deleted, after.
 
     A sync guard is built, begun and closed from the event loop too: its calls
-    block the loop, and no task runs meanwhile.
+    block the loop, and no task runs meanwhile. Deleting and closing are
+    best-effort: a store lost by then costs a warning on stderr, never the
+    measurement.
 
     Raises:
         ConfigError: the URL cannot be used, the extra is missing, or the store
@@ -112,33 +126,23 @@ async def bench_guard(url: str, *, asyncio: bool) -> AsyncIterator[BenchGuard]:
     """
     shown = shown_url(url)
     namespace = f"{NAMESPACE_PREFIX}{os.urandom(8).hex()}"
-    shared = url != MEMORY_URL
-    is_redis = url.startswith(("redis", "rediss"))
+    memory = url.strip().lower() == MEMORY_URL  # it takes no query, and shares nothing
     try:
-        guard = guard_from_url(_with_namespace(url, namespace) if shared else url, asyncio=asyncio)
+        guard = guard_from_url(url, asyncio=asyncio, namespace=None if memory else namespace)
     except ConfigError:
         raise
     except Exception as error:  # redis-py's errors, and ValueError for a URL it cannot read
-        raise ConfigError(f"--guard {shown}: {type(error).__name__}: {error}") from None
-    cluster = url.startswith(_CLUSTER_SCHEMES)
+        raise ConfigError(f"--guard {shown}: {store_error(url, error)}") from None
     try:
         first_second = await _begin(guard)
     except rs.GuardUnavailable as error:
-        try:
-            if is_redis:  # the masters that answered may hold a marker
-                await _delete(guard, namespace, cluster, warn=False)
-        finally:
-            await _close(guard)
-        cause = "" if error.__cause__ is None else f": {error.__cause__}"
+        await _clean_up(guard, namespace, warn=False)  # the masters that answered may hold a marker
+        cause = "" if error.__cause__ is None else f": {store_error(url, error.__cause__)}"
         raise ConfigError(f"--guard {shown}: {error}{cause}") from None
     try:
         yield BenchGuard(url, guard, first_second)
     finally:
-        try:
-            if is_redis:
-                await _delete(guard, namespace, cluster, warn=True)
-        finally:
-            await _close(guard)
+        await _clean_up(guard, namespace, warn=True)
 
 
 def _with_namespace(url: str, namespace: str) -> str:
@@ -159,25 +163,43 @@ async def _begin(guard: object) -> int:
     return first_second
 
 
+async def _clean_up(guard: object, namespace: str, *, warn: bool) -> None:
+    try:
+        await _delete(guard, namespace, warn=warn)
+    finally:
+        await _close(guard)
+
+
 async def _close(guard: object) -> None:
     close = getattr(guard, "aclose", None) or getattr(guard, "close", None)
-    if close is not None:
+    if close is None:
+        return
+    try:
         closed = close()
         if inspect.isawaitable(closed):
             await closed
+    # Best-effort: the measurement is finished and the store's own error is of no use to it
+    # (AsyncRedisGuard.aclose() raises on a server killed meanwhile). Its type is named.
+    except Exception as error:
+        print(f"warning: the {type(guard).__name__} did not close ({type(error).__name__})", file=sys.stderr)
 
 
-async def _delete(guard: object, namespace: str, cluster: bool, *, warn: bool) -> None:
+async def _delete(guard: object, namespace: str, *, warn: bool) -> None:
+    # A Redis guard's claims and markers live under its bucket_keys; an SQLite file keeps the
+    # run's rows (docs/cli.md: name a scratch file). A Redis guard was built only if its
+    # integration was imported.
+    if "requeststate.redis" not in sys.modules:
+        return
     import redis.exceptions
 
-    from requeststate.redis import CLUSTER_BUCKETS, AsyncRedisGuard, RedisGuard
+    from requeststate.redis import AsyncRedisGuard, RedisGuard
 
     if not isinstance(guard, RedisGuard | AsyncRedisGuard):
-        raise TypeError(f"no Redis guard: {guard!r}")
+        return
     try:
         # One DEL a key, sent as a plain command: the cluster client's delete() goes through its
         # pipeline(), which warns on redis-py 6.0 (its own deprecated argument).
-        for key in claim_keys(namespace, CLUSTER_BUCKETS if cluster else 1):
+        for key in guard.bucket_keys:
             deleted = guard.client.execute_command("DEL", key)
             if inspect.isawaitable(deleted):
                 await deleted

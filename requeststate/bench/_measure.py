@@ -9,12 +9,15 @@ subject=..., tool=...)``.
 - **The MCP boundary**, with the mcp extra: one round of ``protect()`` beside
   the SDK's own boundary (and FastMCP's, when it is installed), called in
   process (``_mcp``), in the first mode.
+- **A round over HTTP**, with the mcp extra: real servers, the SDK's as shipped
+  and protected, and real clients, over streamable HTTP on loopback (``_http``).
 - **Each guard** ``--guard`` names, sync (threads, ``Codec.decode``) and async
   (tasks, ``Codec.adecode``), at each concurrency of ``CONCURRENCY``: claims of
-  fresh tokens per second, with their latencies (``_claims``).
+  fresh tokens per second, with their latencies (``_claim_load``).
 
 The codec and the boundaries are timed in turn, in interleaved batches, within
-half the budget; the guards' levels share the other half. A guard's tokens are
+a third of the budget; the rounds over HTTP take another third, and the
+guards' levels share the last. A guard's tokens are
 minted and decoded at one fixed ``now``, from the first second its ``begin()``
 accepts.
 """
@@ -31,14 +34,16 @@ from typing import Final
 
 import requeststate as rs
 
-from ._claims import CONCURRENCY, ClaimLevel, claims_async, claims_threads, stops_rising_at, tokens_for
+from ._claim_load import CONCURRENCY, ClaimLevel, claims_async, claims_threads, stops_rising_at, tokens_for
 from ._guards import BenchGuard, bench_guard
+from ._http import HttpResult, http_rounds
 from ._mcp import boundary_rounds, signed_in
 from ._options import ConfigError, Settings
 from ._timing import Batch, Timing, measure, repeated
 
 __all__ = [
     "ASYNC",
+    "HTTP_MISSING",
     "MCP_MISSING",
     "SUBJECT",
     "SYNC",
@@ -58,6 +63,7 @@ SYNC: Final = "sync"
 ASYNC: Final = "async"
 """A guard's path through ``await Codec.adecode``, from tasks of one event loop."""
 MCP_MISSING: Final = "not measured: the mcp extra is not installed (pip install 'requeststate[mcp]')"
+HTTP_MISSING: Final = "not measured: uvicorn is not installed (the mcp SDK installs it)"
 _BOUNDARY_CASE: Final = "mcp "
 
 
@@ -72,11 +78,6 @@ class ModeResult:
     round: Timing
     """``encode`` then ``decode`` of the token it returned, timed as one call."""
 
-    @property
-    def rounds_per_second(self) -> float:
-        """Rounds one core sustains, from the median round."""
-        return 1e6 / self.round.median_us
-
 
 @dataclass(frozen=True)
 class BoundaryResult:
@@ -85,11 +86,6 @@ class BoundaryResult:
     boundary: str
     """``SDK boundary``, ``protect()``, ... (``_mcp``'s names)."""
     round: Timing
-
-    @property
-    def rounds_per_second(self) -> float:
-        """Rounds one core sustains, from the median round."""
-        return 1e6 / self.round.median_us
 
 
 @dataclass(frozen=True)
@@ -124,6 +120,9 @@ class Results:
     boundaries: tuple[BoundaryResult, ...]
     """Empty when the mcp extra is missing (``mcp_missing`` says so)."""
     mcp_missing: str | None
+    http: tuple[HttpResult, ...]
+    """Rounds over HTTP, the SDK's server as shipped and protected; empty when not measured."""
+    http_missing: str | None
     guards: tuple[GuardResult, ...]
     level_seconds: float
     """The most time each guard's level claimed for (it stops sooner when its tokens run out)."""
@@ -140,6 +139,10 @@ class Results:
     def boundary(self, name: str) -> BoundaryResult | None:
         """The boundary measured under ``name``, if it was."""
         return next((one for one in self.boundaries if one.boundary == name), None)
+
+    def over_http(self, name: str) -> HttpResult | None:
+        """The rounds over HTTP through the server ``name`` (``SDK boundary``, ``protect()``), if measured."""
+        return next((one for one in self.http if one.server == name), None)
 
 
 def measure_all(settings: Settings) -> Results:
@@ -163,8 +166,10 @@ def measure_all(settings: Settings) -> Results:
     except ImportError:
         mcp_missing, rounds = MCP_MISSING, {}
     batches |= {_BOUNDARY_CASE + name: repeated(round_trip) for name, round_trip in rounds.items()}
+    share = settings.seconds / 3
     with signed_in() if rounds else nullcontext():
-        timings = measure(batches, seconds=settings.seconds / 2)
+        timings = measure(batches, seconds=share)
+    http, http_missing = _over_http(settings.state, codecs[guard_mode], share, mcp_missing)
     modes = tuple(
         ModeResult(
             mode,
@@ -176,7 +181,7 @@ def measure_all(settings: Settings) -> Results:
         for mode in settings.modes
     )
     boundaries = tuple(BoundaryResult(name, timings[_BOUNDARY_CASE + name]) for name in rounds)
-    level_seconds = settings.seconds / 2 / (len(settings.guard_urls) * 2 * len(CONCURRENCY))
+    level_seconds = share / (len(settings.guard_urls) * 2 * len(CONCURRENCY))
     decodes_per_second = 1e6 / timings[f"{guard_mode} decode"].median_us
     guards = tuple(
         asyncio.run(
@@ -190,6 +195,8 @@ def measure_all(settings: Settings) -> Results:
         modes,
         boundaries,
         mcp_missing,
+        http,
+        http_missing,
         guards,
         level_seconds,
         rounds=timings[f"{guard_mode} round"].samples,
@@ -246,6 +253,18 @@ async def measure_guard(
             hint = _rate_hint(rate_hint, levels, previous, level)
             levels.append(await run_level(mint(tokens_for(hint, level_seconds, level)), level))
     return GuardResult(url, begun.kind, path, tuple(levels))
+
+
+def _over_http(
+    state: str, codec: rs.Codec, seconds: float, mcp_missing: str | None
+) -> tuple[tuple[HttpResult, ...], str | None]:
+    # The rounds over HTTP, or why they were not measured: without the mcp extra, for the same reason.
+    if mcp_missing is not None:
+        return (), mcp_missing
+    try:
+        return http_rounds(state, codec, seconds), None
+    except ImportError:
+        return (), HTTP_MISSING
 
 
 def _rate_hint(ceiling: float, levels: list[ClaimLevel], previous: int | None, level: int) -> float:

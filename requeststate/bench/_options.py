@@ -13,6 +13,7 @@ import requeststate as rs
 __all__ = [
     "DEFAULT_SECONDS",
     "DEFAULT_STATE_BYTES",
+    "GUARD_URLS",
     "MAX_SECONDS",
     "MEMORY_URL",
     "MIN_STATE_BYTES",
@@ -20,10 +21,23 @@ __all__ = [
     "Settings",
     "add_arguments",
     "generated_state",
+    "guard_urls_text",
     "settings_from",
 ]
 
 MEMORY_URL: Final = "memory"
+GUARD_URLS: Final = (
+    (MEMORY_URL, "a MemoryGuard, the default"),
+    ("redis://HOST:PORT/DB", "a RedisGuard, and an AsyncRedisGuard for the async path"),
+    ("rediss://HOST:PORT/DB", "the same over TLS"),
+    ("redis+cluster://HOST:PORT", "any node of a Redis Cluster"),
+    ("rediss+cluster://HOST:PORT", "the same over TLS"),
+    ("sqlite:////ABSOLUTE/PATH.db", "an SQLiteGuard and an AsyncSQLiteGuard; name a scratch file"),
+)
+"""The URLs ``--guard`` takes, each with what it builds: ``--help`` and docs/cli.md list them from here.
+
+A subset of what ``requeststate.guard_from_url`` reads; a store it learns is one line here.
+"""
 DEFAULT_STATE_BYTES: Final = 64
 DEFAULT_SECONDS: Final = 5.0
 # Two minutes: far past any useful run, within the lifetime of the token the decode case mints
@@ -53,7 +67,7 @@ class Settings:
     guard_urls: tuple[str, ...]
     """The guards to measure, as ``--guard`` named them (``memory`` when none was named)."""
     seconds: float
-    """The timing budget: half for the codec and the MCP boundaries, half for the guards' claims."""
+    """The timing budget: a third each for the codec and the MCP boundaries, HTTP, and the guards' claims."""
     as_json: bool
 
     @property
@@ -94,9 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--guard",
         action="append",
         metavar="URL",
-        help=f"a replay guard to measure, repeated for several: {MEMORY_URL} (the default), "
-        "redis://HOST:PORT/DB, rediss://..., unix:///PATH, redis+cluster://HOST:PORT (a Redis needs "
-        "the redis extra; it writes under a namespace of its own and deletes it after)",
+        help=f"a replay guard to measure, repeated for several: {guard_urls_text()}; a store is used "
+        "under a namespace of the run's own (a Redis's keys are deleted after; it needs the redis extra)",
     )
     parser.add_argument(
         "--seconds",
@@ -106,6 +119,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the timing budget in seconds (default {DEFAULT_SECONDS:g}); setup and minting come on top",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+
+
+def guard_urls_text(code: str = "") -> str:
+    """``GUARD_URLS`` as one phrase, each URL wrapped in ``code`` (a backtick for Markdown)."""
+    return ", ".join(f"{code}{url}{code} ({builds})" for url, builds in GUARD_URLS)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

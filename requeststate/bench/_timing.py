@@ -9,13 +9,14 @@ server: a collection that lands in one batch moves that batch, not the median.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-__all__ = ["MIN_ROUNDS", "Batch", "Timing", "calibrate", "measure", "repeated", "sample_ns"]
+__all__ = ["MIN_ROUNDS", "Batch", "Timing", "calibrate", "measure", "percentile_us", "repeated", "sample_ns"]
 
 Batch: TypeAlias = Callable[[int], int]
 """Makes ``calls`` calls of one case and returns the nanoseconds they took, preparation not counted."""
@@ -40,6 +41,19 @@ class Timing:
     calls: int
     """Calls per sample."""
     samples: int
+
+    @property
+    def per_second(self) -> float:
+        """Calls one core sustains, from the median."""
+        return 1e6 / self.median_us
+
+
+def percentile_us(ordered_ns: Sequence[int], share: float) -> float:
+    """The nearest-rank percentile of nanoseconds ``ordered_ns`` (ascending), in µs.
+
+    The smallest value with at least ``share`` of all at or below it.
+    """
+    return ordered_ns[max(0, math.ceil(share * len(ordered_ns)) - 1)] / 1e3
 
 
 def repeated(call: Callable[[], object]) -> Batch:
@@ -76,19 +90,24 @@ def calibrate(batch: Batch, target_ns: int) -> int:
 
 
 def measure(
-    batches: Mapping[str, Batch], *, seconds: float, clock: Callable[[], int] = time.perf_counter_ns
+    batches: Mapping[str, Batch],
+    *,
+    seconds: float,
+    sample_seconds: float | None = None,
+    clock: Callable[[], int] = time.perf_counter_ns,
 ) -> dict[str, Timing]:
     """Time every case, one sample each per round, until the next round would end past ``seconds``.
 
     The budget counts from the call, calibration included; at least ``MIN_ROUNDS``
     rounds are measured however long they take. The order rotates by one case each
-    round, so that no case always runs right after the same neighbour. ``clock``
-    reads nanoseconds, for the budget only (each batch times itself).
+    round, so that no case always runs right after the same neighbour. A sample
+    lasts at least ``sample_seconds``, by default the budget's share (``sample_ns``).
+    ``clock`` reads nanoseconds, for the budget only (each batch times itself).
     """
     started = clock()
     deadline = started + seconds * 1e9
     names = list(batches)
-    target = sample_ns(seconds, len(names))
+    target = sample_ns(seconds, len(names)) if sample_seconds is None else int(sample_seconds * 1e9)
     calls = {name: calibrate(batches[name], target) for name in names}
     per_call_ns: dict[str, list[float]] = {name: [] for name in names}
     rounds = 0

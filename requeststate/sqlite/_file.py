@@ -297,7 +297,8 @@ def _run(
     prune_before = claim.prune_before - max(0, claim.now - host_now)
     began_here = marker is None or marker[0] != MEMORY or marker[2] != terms
     if began_here:
-        if marker is not None and marker[0] == MEMORY and _holds_live_claim(connection, namespace, prune_before):
+        other_terms = marker is not None and marker[0] == MEMORY
+        if other_terms and _holds_live_claim(connection, namespace, prune_before):
             return Answer(Status.TERMS, marker[1], False, marker[2])
         since = max(claim.now, host_now)
         connection.execute(

@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from ._timing import percentile_us
+
 __all__ = [
     "CONCURRENCY",
     "MAX_TOKENS",
@@ -76,11 +78,6 @@ def stops_rising_at(levels: Sequence[ClaimLevel]) -> int | None:
     return None
 
 
-def _percentile(ordered: Sequence[int], share: float) -> float:
-    # The nearest-rank percentile, in µs: the smallest latency with at least `share` of all at or below it.
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)] / 1e3
-
-
 def _level(concurrency: int, latencies: list[list[int]], refused: list[int], elapsed_ns: int) -> ClaimLevel:
     ordered = sorted(latency for worker in latencies for latency in worker)
     if not ordered:
@@ -90,8 +87,8 @@ def _level(concurrency: int, latencies: list[list[int]], refused: list[int], ela
         len(ordered),
         sum(refused),
         elapsed_ns / 1e9,
-        _percentile(ordered, 0.5),
-        _percentile(ordered, 0.99),
+        percentile_us(ordered, 0.5),
+        percentile_us(ordered, 0.99),
     )
 
 
