@@ -70,12 +70,15 @@ matrix: $(UV)
 	sh scripts/postgres-test-server.sh
 	PATH="$(PYENV_BINS):$$PATH" UV="$(abspath $(UV))" $(PY) -m nox $(NOX_ARGS)
 
-# Single use under random faults on real redis-servers (scripts/nemesis.py); make matrix runs it too.
-# make nemesis NEMESIS_SECONDS=120 runs each topology longer than the script's default (40).
+# The suite's load volume, which make test leaves out (pytest -m load: a cluster race of 100,000
+# claims), then single use under random faults on real redis-servers (scripts/nemesis.py);
+# make matrix runs both too. make nemesis NEMESIS_SECONDS=120 runs each topology longer than the
+# script's default (40).
 NEMESIS_SECONDS ?=
 nemesis: $(UV)
-	$(SYNC) --inexact --extra redis
+	$(SYNC) --inexact $(DEV)
 	sh scripts/redis-test-server.sh
+	$(PY) -m pytest -m load
 	$(PY) -m scripts.nemesis $(if $(NEMESIS_SECONDS),--seconds $(NEMESIS_SECONDS))
 
 # The benchmark measures the package as pip installs it: pure Python.

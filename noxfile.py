@@ -6,10 +6,11 @@
   bound (uv's ``--resolution lowest-direct``): a bound that fails here is one to raise.
 - ``fuzz``: a short coverage-guided fuzzing run of ``Codec.verify`` (atheris).
 - ``benchmarks``: the benchmark harness's own tests (``benchmarks/test_benchmarks.py``).
-- ``nemesis``: single use under faults (scripts/nemesis.py): worker processes redeem tokens on
-  real redis-servers (one, a replicated pair, a cluster) while a nemesis kills, flushes, evicts,
-  pauses and fails them over, and on one SQLite file that it deletes, replaces and truncates;
-  it fails on any token accepted twice (about 4 minutes).
+- ``nemesis``: the suite's load volume, which ``make test`` leaves out (``pytest -m load``: a
+  cluster race of 100,000 claims), then single use under faults (scripts/nemesis.py): worker
+  processes redeem tokens on real redis-servers (one, a replicated pair, a cluster) while a
+  nemesis kills, flushes, evicts, pauses and fails them over, and on one SQLite file that it
+  deletes, replaces and truncates; it fails on any token accepted twice (about 4 minutes).
 - ``conformance``: the official MCP conformance suite against the SDK's and FastMCP's conformance
   servers, as shipped and under ``protect()``, and the probe on them and on a TypeScript SDK
   server (scripts/conformance.py); Node 22 and the suite come from the npm registry into build/.
@@ -70,8 +71,9 @@ def fuzz(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS[0])
 def nemesis(session: nox.Session) -> None:
-    """Single use under random faults on redis-servers and an SQLite file; ``-- --seconds 120``: longer."""
-    _sync(session, "--extra", "redis")
+    """The load volume (``pytest -m load``), then single use under faults; ``-- --seconds 120``: longer."""
+    _sync(session, "--all-extras", "--group", "test")
+    session.run("python", "-m", "pytest", "-m", "load")
     session.run("python", "-m", "scripts.nemesis", *session.posargs)
 
 

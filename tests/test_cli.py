@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -10,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -24,18 +26,36 @@ SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
 KEY_ENV = {"TEST_KEYS": b64(SECRET)}
 
 
+def without_keys(env: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment, without REQUESTSTATE_KEYS (inspect reads it), and ``env``."""
+    return {**{k: v for k, v in os.environ.items() if k != "REQUESTSTATE_KEYS"}, **(env or {})}
+
+
 def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``main(args)`` in this process, reading ``stdin``, in ``without_keys(env)``: its exit code and output.
+
+    The console script around it has tests of its own (test_console_script_runs_the_demo,
+    test_dunder_main_exits_with_mains_code, test_demo_into_a_closed_pipe_exits_quietly).
+    """
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        mock.patch.dict(os.environ, without_keys(env), clear=True),
+        mock.patch.object(sys, "stdin", io.StringIO(stdin)),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        try:
+            code = main(list(args))
+        except SystemExit as exited:  # argparse's exit: 2 after a usage error, 0 after --help
+            code = int(exited.code or 0)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
+def console_script(*args: str) -> subprocess.CompletedProcess[str]:
     """The real console script, in a subprocess."""
     assert SCRIPT is not None, "the requeststate console script is not installed beside this Python"
     return subprocess.run(
-        [SCRIPT, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        # inspect reads REQUESTSTATE_KEYS when set: only a test that sets it sees one.
-        env={**{k: v for k, v in os.environ.items() if k != "REQUESTSTATE_KEYS"}, **(env or {})},
+        [SCRIPT, *args], capture_output=True, text=True, timeout=60, check=False, env=without_keys()
     )
 
 
@@ -98,7 +118,7 @@ def test_demo_prints_the_ring_by_fingerprint_only() -> None:
 
 
 def test_console_script_runs_the_demo() -> None:
-    done = run("demo")
+    done = console_script("demo")
     assert (done.returncode, without_randomness(done.stdout), done.stderr) == (0, DEMO, "")
 
 
@@ -111,7 +131,7 @@ def test_dunder_main_exits_with_mains_code() -> None:
         text=True,
         timeout=60,
         check=False,
-        env={k: v for k, v in os.environ.items() if k != "REQUESTSTATE_KEYS"},
+        env=without_keys(),
     )
     assert (done.returncode, done.stderr) == (1, "not a requeststate token: no v1., v1e. or v1x. prefix\n")
 

@@ -11,7 +11,8 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any, NamedTuple, cast
 
 import pytest
 
@@ -777,11 +778,46 @@ def stdio_params(
     )
 
 
-@pytest.mark.parametrize(("tier", "mode"), [("mcpserver", "signed"), ("lowlevel", "encrypted")])
-async def test_stdio_full_flow_completes(tier: Tier, mode: rs.ModeName) -> None:
+# A stdio server process of each configuration starts once for the module's tests of it, on each
+# xdist worker that runs one: each test's flows are its own. A test that taps the wire starts its own.
+class StdioConfig(NamedTuple):
+    mode: rs.ModeName
+    shape: Shape = "boundary"
+    tier: Tier = "mcpserver"
+    secret: bytes = SECRET
+
+
+@dataclass(frozen=True)
+class StdioServer:
+    """A client of a stdio server process, and how that process was configured."""
+
+    config: StdioConfig
+    client: Client
+
+
+def configs(*chosen: StdioConfig) -> pytest.MarkDecorator:
+    """Parametrize a test's ``stdio_server`` with ``chosen``."""
+    return pytest.mark.parametrize(
+        "stdio_server",
+        chosen,
+        indirect=True,
+        ids=lambda c: "-".join([c.mode, c.shape, c.tier, *(["other-key"] if c.secret != SECRET else [])]),
+    )
+
+
+@pytest.fixture(scope="module")
+async def stdio_server(request: pytest.FixtureRequest) -> AsyncIterator[StdioServer]:
+    """A stdio server process configured as ``request.param``, and a client of it."""
+    config: StdioConfig = request.param
+    params = stdio_params(config.mode, secret=config.secret, shape=config.shape, tier=config.tier)
+    async with Client(params, elicitation_callback=answer) as client:
+        yield StdioServer(config, client)
+
+
+@configs(StdioConfig("signed"), StdioConfig("encrypted", tier="lowlevel"))
+async def test_stdio_full_flow_completes(stdio_server: StdioServer) -> None:
     async def run() -> str:
-        async with Client(stdio_params(mode, tier=tier), elicitation_callback=answer) as client:
-            return text_of(await client.call_tool("wizard", {"topic": "x"}))
+        return text_of(await stdio_server.client.call_tool("wizard", {"topic": "x"}))
 
     assert await bounded(run) == "done: first,second"
 
@@ -799,14 +835,18 @@ async def test_stdio_encrypted_state_never_appears_on_the_wire(shape: Shape) -> 
     assert not tap.reveals(MARKER)
 
 
+@configs(StdioConfig("encrypted"))
 @pytest.mark.parametrize("difference", ["tool", "arguments"])
-async def test_stdio_misbound_echo_is_refused_and_the_legitimate_retry_completes(difference: str) -> None:
+async def test_stdio_misbound_echo_is_refused_and_the_legitimate_retry_completes(
+    stdio_server: StdioServer, difference: str
+) -> None:
+    client = stdio_server.client
+
     async def run() -> Any:
-        async with Client(stdio_params("encrypted"), elicitation_callback=answer) as client:
-            token = await first_round(client)
-            name, arguments = ("other", None) if difference == "tool" else ("wizard", {"topic": "y"})
-            await echo_refused(client, token, name=name, arguments=arguments)
-            return await echo(client, token)
+        token = await first_round(client)
+        name, arguments = ("other", None) if difference == "tool" else ("wizard", {"topic": "y"})
+        await echo_refused(client, token, name=name, arguments=arguments)
+        return await echo(client, token)
 
     second = await bounded(run)
     assert isinstance(second, InputRequiredResult)
@@ -825,16 +865,18 @@ async def test_stdio_tampered_echo_is_refused() -> None:
     assert not leaks_reason(tap.text())
 
 
-@pytest.mark.parametrize("mode", MODES)
-async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(mode: rs.ModeName) -> None:
+@configs(*[StdioConfig(mode) for mode in MODES])
+async def test_token_minted_here_is_accepted_by_another_process_with_the_same_key(
+    stdio_server: StdioServer,
+) -> None:
     # What another instance (or an mcp.d server with the same secret) would hand out for round 1.
+    mode = stdio_server.config.mode
     state = f'{{"step":1,"marker":"{MARKER}","answers":[]}}'
     wizard = spec.boundary_tool("tools/call", "wizard", {"topic": "x"}, "tests", False)
     token = spec.mint(SECRET, state, NOW_PLUS, "", wizard, mode)
 
     async def run() -> Any:
-        async with Client(stdio_params(mode), elicitation_callback=answer) as client:
-            return await echo(client, token)
+        return await echo(stdio_server.client, token)
 
     second = await bounded(run)
     assert isinstance(second, InputRequiredResult)
@@ -848,26 +890,24 @@ async def mint_in_this_process(shape: Shape) -> str:
         return await first_round(here)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-async def test_token_from_one_instance_completes_on_another(shape: Shape) -> None:
+@configs(*[StdioConfig("encrypted", shape) for shape in SHAPES])
+async def test_token_from_one_instance_completes_on_another(stdio_server: StdioServer) -> None:
+    there = stdio_server.client
+
     async def run() -> str:
-        token = await mint_in_this_process(shape)
-        async with Client(stdio_params("encrypted", shape=shape), elicitation_callback=answer) as there:
-            after = await echo(there, token)
-            assert isinstance(after, InputRequiredResult)
-            assert after.request_state is not None
-            return await finish(there, after.request_state)
+        token = await mint_in_this_process(stdio_server.config.shape)
+        after = await echo(there, token)
+        assert isinstance(after, InputRequiredResult)
+        assert after.request_state is not None
+        return await finish(there, after.request_state)
 
     assert await bounded(run) == "done: a1,a2"
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-async def test_token_is_refused_by_an_instance_with_another_key(shape: Shape) -> None:
+@configs(*[StdioConfig("encrypted", shape, secret=OTHER_SECRET) for shape in SHAPES])
+async def test_token_is_refused_by_an_instance_with_another_key(stdio_server: StdioServer) -> None:
     async def run() -> None:
-        token = await mint_in_this_process(shape)
-        params = stdio_params("encrypted", shape=shape, secret=OTHER_SECRET)
-        async with Client(params, elicitation_callback=answer) as stranger:
-            await echo_refused(stranger, token)
+        await echo_refused(stdio_server.client, await mint_in_this_process(stdio_server.config.shape))
 
     await bounded(run)
 

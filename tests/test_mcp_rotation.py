@@ -9,9 +9,8 @@ every adjacent pair must complete a flow minted on either side.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
-from typing import Any
 
 import pytest
 
@@ -59,6 +58,16 @@ def server(ring: Sequence[bytes]) -> StdioServerParameters:
     )
 
 
+@pytest.fixture(scope="module")
+async def workers() -> AsyncIterator[dict[str, Client]]:
+    """A stdio server process at each phase, for the module's tests: each test's flows are its own."""
+    async with AsyncExitStack() as stack:
+        yield {
+            phase: await stack.enter_async_context(Client(server(ring), elicitation_callback=answer))
+            for phase, ring in PHASES.items()
+        }
+
+
 async def _across(minter: Client, other: Client) -> str:
     """Round 1 on ``minter``, round 2 on ``other``, round 3 on ``minter``: the final text."""
     second = await echo(other, await first_round(minter))
@@ -67,23 +76,20 @@ async def _across(minter: Client, other: Client) -> str:
 
 
 @pytest.mark.parametrize(("behind", "ahead"), STEPS)
-async def test_adjacent_rotation_phases_complete_each_others_flows(behind: str, ahead: str) -> None:
+async def test_adjacent_rotation_phases_complete_each_others_flows(
+    workers: dict[str, Client], behind: str, ahead: str
+) -> None:
     async def run() -> list[str]:
-        async with AsyncExitStack() as stack:
-            old = await stack.enter_async_context(Client(server(PHASES[behind]), elicitation_callback=answer))
-            new = await stack.enter_async_context(Client(server(PHASES[ahead]), elicitation_callback=answer))
-            return [await _across(old, new), await _across(new, old)]
+        old, new = workers[behind], workers[ahead]
+        return [await _across(old, new), await _across(new, old)]
 
     assert await bounded(run) == ["done: a1,a2"] * 2
 
 
-async def test_skipping_the_first_phase_refuses_tokens_during_the_deploy() -> None:
+async def test_skipping_the_first_phase_refuses_tokens_during_the_deploy(workers: dict[str, Client]) -> None:
     # The order the README used to give: KeyRing(new, old) straight away. A worker still on
     # KeyRing(old) cannot read what an updated worker mints with the new key.
-    async def run() -> Any:
-        async with AsyncExitStack() as stack:
-            old = await stack.enter_async_context(Client(server((OLD,)), elicitation_callback=answer))
-            new = await stack.enter_async_context(Client(server((NEW, OLD)), elicitation_callback=answer))
-            await echo_refused(old, await first_round(new))
+    async def run() -> None:
+        await echo_refused(workers["before"], await first_round(workers["2-new-old"]))
 
     await bounded(run)
