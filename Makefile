@@ -71,13 +71,15 @@ matrix: $(UV)
 	PATH="$(PYENV_BINS):$$PATH" UV="$(abspath $(UV))" $(PY) -m nox $(NOX_ARGS)
 
 # The suite's load volume, which make test leaves out (pytest -m load: a cluster race of 100,000
-# claims), then single use under random faults on real redis-servers (scripts/nemesis.py);
+# claims), then single use under random faults on real redis-servers, an SQLite file and a
+# PostgreSQL primary (scripts/nemesis.py);
 # make matrix runs both too. make nemesis NEMESIS_SECONDS=120 runs each topology longer than the
 # script's default (40).
 NEMESIS_SECONDS ?=
 nemesis: $(UV)
 	$(SYNC) --inexact $(DEV)
 	sh scripts/redis-test-server.sh
+	sh scripts/postgres-test-server.sh
 	$(PY) -m pytest -m load
 	$(PY) -m scripts.nemesis $(if $(NEMESIS_SECONDS),--seconds $(NEMESIS_SECONDS))
 

@@ -2,11 +2,11 @@
 
 ``python -m scripts.nemesis`` starts real redis-servers on loopback (scripts/redis_servers.py) in
 three topologies (one server; a master and its replica, behind an address a failover moves; a
-cluster of three masters, each with a replica), and a fourth, one SQLite file on one host, and,
-on each, for a bounded time:
+cluster of three masters, each with a replica), a fourth, one SQLite file on one host, and a
+fifth, a PostgreSQL primary (scripts/postgres_servers.py), and, on each, for a bounded time:
 
-- worker processes, each with its own guard (``RedisGuard``, ``SQLiteGuard``) and its own clock
-  offset (within
+- worker processes, each with its own guard (``RedisGuard``, ``SQLiteGuard``, ``PostgresGuard``)
+  and its own clock offset (within
   ``clock_skew`` of each other), mint tokens on their clocks and redeem them: each token once
   as it is minted, and again later (its own worker's replays, and other workers', shared);
 - a nemesis, seeded, injects a fault at random every few seconds: ``kill -9`` and a restart
@@ -20,6 +20,8 @@ on each, for a bounded time:
   while the namespace holds a live claim (an SQLite namespace with none takes its terms, as a
   loss: docs/sqlite-guard.md); on the SQLite file: the file deleted, replaced by a new one, or
   truncated under the running workers, and a process killed (``kill -9``) in the middle of its claims;
+  on PostgreSQL: the primary killed (``immediate``, as a crash) and restarted, its claims table
+  dropped, and the primary paused (``SIGSTOP`` of every process);
 - every redemption is recorded in a history, and a checker counts what single use forbids: a
   token accepted twice. It reports how long after each loss a flow started after it succeeds
   again, the share of first redemptions refused as collateral, and how many claims of the
@@ -57,9 +59,10 @@ import redis
 
 import requeststate as rs
 from requeststate import DEFAULT_CLOCK_SKEW
+from requeststate.postgres import PostgresGuard
 from requeststate.redis import RedisGuard
 from requeststate.sqlite import SQLiteGuard
-from scripts import redis_servers
+from scripts import postgres_servers, redis_servers
 from scripts.redis_servers import Link, Server
 
 KEY = bytes.fromhex("9c1f3a7e5b2d4c6f8a0e1b3d5f7a9c2e4b6d8f0a1c3e5a7b9d0f2e4c6a8b1d3f")
@@ -69,7 +72,7 @@ TTL = 20
 OFFSET = DEFAULT_CLOCK_SKEW / 2 - 0.5
 # The history's worker number of the verifiers whose settings differ from the namespace's.
 MISMATCHED = -1
-TOPOLOGIES = ("standalone", "replicated", "cluster", "sqlite")
+TOPOLOGIES = ("standalone", "replicated", "cluster", "sqlite", "postgres")
 # The faults every topology gets, which run() injects itself: they act on the workers.
 WORKER_FAULTS = ("clock", "paused-verifier", "mismatched-verifier")
 FAULTS = {
@@ -77,6 +80,7 @@ FAULTS = {
     "replicated": ("failover", "failback", "flushall", "eviction", "pause"),
     "cluster": ("cluster-failover", "flushall", "eviction", "pause"),
     "sqlite": ("delete-file", "replace-file", "truncate-file", "kill-claimer"),
+    "postgres": ("kill-restart", "drop-table", "pause"),
 }
 # A paused verifier stays stopped this long past clock_skew: its clock is then that stale.
 STALE_PAST_SKEW = (1.0, 3.0)
@@ -155,11 +159,15 @@ def _worker(
     history.put(records)
 
 
-def _guard(url: str, clock_skew: int = DEFAULT_CLOCK_SKEW) -> RedisGuard | SQLiteGuard:
+def _guard(url: str, clock_skew: int = DEFAULT_CLOCK_SKEW) -> RedisGuard | SQLiteGuard | PostgresGuard:
     """A worker's guard on the topology's store, from its guard URL: its Redis (``redis+cluster`` for
-    a cluster) or its SQLite file, with 0.5 s timeouts."""
-    guard_class = SQLiteGuard if url.startswith("sqlite:") else RedisGuard
-    return guard_class.from_url(url, timeout=0.5, clock_skew=clock_skew)
+    a cluster), its SQLite file or its PostgreSQL database, with 0.5 s timeouts."""
+    scheme = url.split(":", 1)[0]
+    if scheme == "sqlite":
+        return SQLiteGuard.from_url(url, timeout=0.5, clock_skew=clock_skew)
+    if scheme == "postgresql":
+        return PostgresGuard.from_url(url, timeout=0.5, clock_skew=clock_skew)
+    return RedisGuard.from_url(url, timeout=0.5, clock_skew=clock_skew)
 
 
 def _mint(codec: rs.Codec, worker: int, step: int) -> tuple[str, str]:
@@ -467,7 +475,47 @@ def _claimer(path: str, deadline: float) -> None:
             guard.claim(f"{now}-{os.urandom(16).hex()}", now + TTL, now)
 
 
-SETUPS = {"standalone": _standalone, "replicated": _replicated, "cluster": _cluster, "sqlite": _sqlite_file}
+@contextmanager
+def _postgres() -> Iterator[Target]:
+    # A primary with fsync on: a crash and a restart lose no claim (the memory, its system
+    # identifier, timeline and database, is the same), so nothing is refused after one; a dropped
+    # claims table is a loss (its file node names the memory). A promotion of a standby is
+    # tests/test_postgres.py's: the workers' URL would have to move with it.
+    with postgres_servers.postgres_servers() as servers:
+        primary = servers.primary()
+
+        def kill_restart(chance: random.Random) -> None:
+            primary.stop("immediate")
+            time.sleep(chance.uniform(0.2, 1.0))
+            primary.start()
+
+        def drop_table(chance: random.Random) -> float:
+            primary.execute("DROP TABLE IF EXISTS requeststate_claims")
+            return time.time()
+
+        def pause(chance: random.Random) -> None:
+            primary.pause()
+            time.sleep(chance.uniform(0.3, 1.5))
+            primary.resume()
+
+        yield Target(
+            primary.url(),
+            {
+                "kill-restart": kill_restart,
+                "drop-table": drop_table,
+                "flushall": drop_table,  # what the paused verifier resumes after
+                "pause": pause,
+            },
+        )
+
+
+SETUPS = {
+    "standalone": _standalone,
+    "replicated": _replicated,
+    "cluster": _cluster,
+    "sqlite": _sqlite_file,
+    "postgres": _postgres,
+}
 
 
 @dataclass

@@ -33,6 +33,7 @@ GUARD_URLS: Final = (
     ("redis+cluster://HOST:PORT", "any node of a Redis Cluster"),
     ("rediss+cluster://HOST:PORT", "the same over TLS"),
     ("sqlite:////ABSOLUTE/PATH.db", "an SQLiteGuard and an AsyncSQLiteGuard; name a scratch file"),
+    ("postgresql://USER@HOST:PORT/DB", "a PostgresGuard and an AsyncPostgresGuard"),
 )
 """The URLs ``--guard`` takes, each with what it builds: ``--help`` and docs/cli.md list them from here.
 
