@@ -639,8 +639,8 @@ def test_an_unknown_guard_exits_2_naming_the_guards(capsys: pytest.CaptureFixtur
     assert bench_run("--guard", "mongodb://:pw@db:27017") == (2, "")
     assert capsys.readouterr().err == (
         "error: --guard mongodb://db:27017: REQUESTSTATE_GUARD must be memory, redis://host:port/db, "
-        "rediss://host:port/db, redis+cluster://host:port, rediss+cluster://host:port, or "
-        "sqlite:////absolute/path.db: its scheme is none of these\n"
+        "rediss://host:port/db, redis+cluster://host:port, rediss+cluster://host:port, "
+        "sqlite:////absolute/path.db, or postgresql://user@host:port/dbname: its scheme is none of these\n"
     )
 
 
