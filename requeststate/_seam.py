@@ -16,6 +16,8 @@ graph). Each name is private for a reason:
   use hold on a store that can forget (dating its memory, the ``iat`` rule, pruning, the
   terms a namespace's verifiers share), in one place for ``MemoryGuard``, the Redis guards
   and the SQLite guards: each store only runs them atomically.
+- ``StoredGuard``: the properties every store's guard answers (``namespace``, ``clock_skew``,
+  ``timeout``) and the leeway it learns, written once for every store.
 - ``split_guard_url``, ``check_guard_timeout`` and ``ENCODE_HINT``: what every store's URL shares (the
   query's ``namespace``, ``timeout`` and ``clock_skew``) and the bound of every guard's
   ``timeout``, so that each store's ``from_url`` takes them in the same words.
@@ -31,6 +33,7 @@ from ._ledger import Answer, Claim, Ledger, Status, member_of
 from ._metrics import Counts
 from ._options import refuse_unknown
 from ._secrets import COMMON_SECRETS
+from ._stored import StoredGuard
 
 __all__ = [
     "COMMON_SECRETS",
@@ -40,6 +43,7 @@ __all__ = [
     "Counts",
     "Ledger",
     "Status",
+    "StoredGuard",
     "check_guard_timeout",
     "check_int",
     "check_seconds",

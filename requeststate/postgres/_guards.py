@@ -15,7 +15,15 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from requeststate import DEFAULT_CLOCK_SKEW, GuardUnavailable
-from requeststate._seam import ENCODE_HINT, Answer, Claim, Ledger, check_guard_timeout, split_guard_url
+from requeststate._seam import (
+    ENCODE_HINT,
+    Answer,
+    Claim,
+    Ledger,
+    StoredGuard,
+    check_guard_timeout,
+    split_guard_url,
+)
 
 from ._claim import Refused, Wait, arguments, claim_steps
 
@@ -53,10 +61,12 @@ PoolT = TypeVar("PoolT", ConnectionPool, AsyncConnectionPool)
 """The pool a guard claims through: ``ConnectionPool`` (``PostgresGuard``) or ``AsyncConnectionPool``."""
 
 
-class _PostgresGuardBase(Generic[PoolT]):
+class _PostgresGuardBase(StoredGuard, Generic[PoolT]):
     """What both guards share: the connection string, the namespace, the rules, the timeout, the pool."""
 
     __slots__ = ("_connect_timeout", "_conninfo", "_ledger", "_lock", "_open", "_timeout")
+
+    _timeout: float
 
     def __init__(
         self,
@@ -75,10 +85,8 @@ class _PostgresGuardBase(Generic[PoolT]):
                 "conninfo_or_url must be a libpq connection string (host=... dbname=...) or a "
                 f"postgresql:// URL {ENCODE_HINT}"
             ) from None
-        self._ledger: Final = Ledger(
-            namespace, clock_skew, log="requeststate.postgres", describe="PostgreSQL"
-        )
-        self._timeout: Final = check_guard_timeout(timeout)
+        self._ledger = Ledger(namespace, clock_skew, log="requeststate.postgres", describe="PostgreSQL")
+        self._timeout = check_guard_timeout(timeout)
         self._conninfo: Final = conninfo_or_url
         # libpq's connect_timeout counts whole seconds, 2 at least; the pool's wait bounds a claim's.
         self._connect_timeout: Final = given.get("connect_timeout", max(2, math.ceil(self._timeout)))
@@ -113,25 +121,6 @@ class _PostgresGuardBase(Generic[PoolT]):
         if "/" in parts.path[1:]:
             raise ValueError(f"the guard URL must end in the database's name, /dbname {ENCODE_HINT}")
         return cls(parts.geturl(), **settings)  # type: ignore[arg-type]  # each option checked by the constructor
-
-    @property
-    def namespace(self) -> str:
-        """The namespace of this guard's claims in the tables."""
-        return self._ledger.namespace
-
-    @property
-    def clock_skew(self) -> int:
-        """Seconds that any two hosts' clocks may differ by, as the namespace's verifiers all use."""
-        return self._ledger.clock_skew
-
-    @property
-    def timeout(self) -> float:
-        """Seconds a claim waits for a connection and for PostgreSQL's answer."""
-        return self._timeout
-
-    def learn_leeway(self, leeway: int) -> None:
-        """Called by each ``Codec`` built with this guard; ``ValueError`` for a second, different leeway."""
-        self._ledger.learn_leeway(leeway)
 
     def __repr__(self) -> str:
         """The guard's class and the options that differ from a plain guard's, never the connection string."""

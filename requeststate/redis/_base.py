@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Final, Generic, Self, TypeAlias, TypeVar
 
-from requeststate._seam import Answer, Claim, Ledger
+from requeststate._seam import Answer, Claim, Ledger, StoredGuard
 
 from ._buckets import bucket_key, bucket_of
 from ._script import CLAIM_SCRIPT, arguments, log, read
@@ -28,7 +28,7 @@ ClientT = TypeVar("ClientT")
 """The client a guard claims through: ``Client`` (``RedisGuard``) or ``AsyncClient`` (``AsyncRedisGuard``)."""
 
 
-class GuardBase(ABC, Generic[ClientT]):
+class GuardBase(StoredGuard, ABC, Generic[ClientT]):
     """A replay guard on a Redis client but for its I/O: the client, its settings, and the shared rules."""
 
     __slots__ = ("_buckets", "_client", "_db", "_ledger", "_script", "_timeout", "bucket_keys")
@@ -101,30 +101,6 @@ class GuardBase(ABC, Generic[ClientT]):
     def client(self) -> ClientT:
         """The client this guard claims through."""
         return self._client
-
-    @property
-    def namespace(self) -> str:
-        """The prefix of every key this guard writes."""
-        return self._ledger.namespace
-
-    @property
-    def clock_skew(self) -> int:
-        """Seconds that any two hosts' clocks may differ by, as the namespace's verifiers all use."""
-        return self._ledger.clock_skew
-
-    @property
-    def timeout(self) -> float | None:
-        """Seconds ``from_url``'s client waits for Redis; ``None`` for a client given to the guard
-        (its own timeouts)."""
-        return self._timeout
-
-    def learn_leeway(self, leeway: int) -> None:
-        """Called by each ``Codec`` built with this guard, with its ``leeway``.
-
-        Raises:
-            ValueError: another codec told this guard another leeway.
-        """
-        self._ledger.learn_leeway(leeway)
 
     def __repr__(self) -> str:
         """The guard's class and the options that differ from a plain guard's, never a password."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Final, Self, final
 from urllib.parse import unquote
 
-from requeststate._seam import Ledger, check_guard_timeout, split_guard_url
+from requeststate._seam import Ledger, StoredGuard, check_guard_timeout, split_guard_url
 
 from ._file import SQLiteFile
 
@@ -39,10 +39,12 @@ SCHEMES: Final = ("sqlite",)
 """The schemes of its URL: ``sqlite:////absolute/path.db``."""
 
 
-class _SQLiteGuardBase:
+class _SQLiteGuardBase(StoredGuard):
     """What both guards share: the file, the namespace, the rules."""
 
-    __slots__ = ("_file", "_ledger")
+    __slots__ = ("_file", "_ledger", "_timeout")
+
+    _timeout: float
 
     def __init__(
         self,
@@ -65,10 +67,9 @@ class _SQLiteGuardBase:
             )
         if not callable(clock):
             raise TypeError("clock must be a callable returning unix seconds")
-        self._ledger: Final = Ledger(
-            namespace, clock_skew, log="requeststate.sqlite", describe="the SQLite file"
-        )
-        self._file: Final = SQLiteFile(text, timeout=check_guard_timeout(timeout), clock=clock)
+        self._ledger = Ledger(namespace, clock_skew, log="requeststate.sqlite", describe="the SQLite file")
+        self._timeout = check_guard_timeout(timeout)
+        self._file: Final = SQLiteFile(text, timeout=self._timeout, clock=clock)
 
     @classmethod
     def from_url(
@@ -101,25 +102,6 @@ class _SQLiteGuardBase:
     def path(self) -> str:
         """The file the claims are kept in."""
         return self._file.path
-
-    @property
-    def namespace(self) -> str:
-        """The namespace of this guard's claims in the file."""
-        return self._ledger.namespace
-
-    @property
-    def clock_skew(self) -> int:
-        """Seconds that any two hosts' clocks may differ by, as the namespace's verifiers all use."""
-        return self._ledger.clock_skew
-
-    @property
-    def timeout(self) -> float:
-        """Seconds a claim waits for the file's lock."""
-        return self._file.timeout
-
-    def learn_leeway(self, leeway: int) -> None:
-        """Called by each ``Codec`` built with this guard; ``ValueError`` for a second, different leeway."""
-        self._ledger.learn_leeway(leeway)
 
     def _claim(self, token_id: str, expires_at: int, now: int) -> bool:
         claim = self._ledger.prepare(token_id, expires_at, now)
