@@ -6,10 +6,8 @@ claim the same ids from several spawned processes at once.
 
 from __future__ import annotations
 
-import multiprocessing
+import functools
 import os
-import queue
-import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from multiprocessing.queues import Queue
@@ -35,6 +33,7 @@ from scripts.redis_servers import (
     wait_for_sync,
     wait_until,
 )
+from tests.support import races
 
 __all__ = [
     "Cluster",
@@ -81,10 +80,15 @@ def cluster_url(cluster: Cluster | Server) -> str:
     return cluster.url.replace("redis://", "redis+cluster://", 1)
 
 
+RACE_NOW = 2_000_000_000
+"""When the race's tokens were minted and are claimed."""
+
+
 def claim_all(
-    url: str, namespace: str, ids: list[str], now: int, start: Barrier, results: Queue[list[str]]
+    url: str, namespace: str, ids: list[str], start: Barrier, results: Queue[list[str] | str]
 ) -> None:
     """The race's worker, run in its own process: claim every id, report the ones this process won."""
+    now = RACE_NOW
     guard = RedisGuard.from_url(url, timeout=5.0, namespace=namespace)
     try:
         guard.begin(now - 60)
@@ -95,39 +99,5 @@ def claim_all(
 
 
 def race(url: str, namespace: str, ids: list[str], *, processes: int, seconds: float) -> list[str]:
-    """Claim every id from each of ``processes`` spawned processes at once; the ids each won, together.
-
-    ``url`` is a guard URL (``cluster_url`` for a cluster). Half the processes claim in
-    reverse order, so that every id is contested from both ends. Fails the test if a
-    worker dies or all do not report within ``seconds``.
-    """
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(processes)
-    results = context.Queue()
-    now = 2_000_000_000
-    workers = [
-        context.Process(
-            target=claim_all,
-            args=(url, namespace, ids if index % 2 == 0 else ids[::-1], now, start, results),
-        )
-        for index in range(processes)
-    ]
-    for worker in workers:
-        worker.start()
-    won: list[list[str]] = []
-    deadline = time.monotonic() + seconds
-    try:
-        while len(won) < processes and time.monotonic() < deadline:
-            try:
-                won.append(results.get(timeout=0.2))
-            except queue.Empty:
-                # A worker that died will never report: fail now, not at the deadline.
-                assert all(worker.exitcode in (None, 0) for worker in workers), "a worker process failed"
-    finally:
-        for worker in workers:
-            worker.join(timeout=10)
-            if worker.is_alive():
-                worker.kill()
-    assert len(won) == processes, f"only {len(won)} of {processes} workers reported in {seconds} s"
-    assert [worker.exitcode for worker in workers] == [0] * processes
-    return [token_id for winner in won for token_id in winner]
+    """``tests.support.races.race`` on Redis: ``url`` is a guard URL (``cluster_url`` for a cluster)."""
+    return races.race(functools.partial(claim_all, url, namespace), ids, processes=processes, seconds=seconds)
