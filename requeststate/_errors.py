@@ -38,6 +38,17 @@ class Reason(enum.StrEnum):
     before the store's memory began (a restart, a flush, a failover: it may have been redeemed into the
     memory that was lost), or after the verifier's ``now`` plus ``clock_skew`` (clocks apart). No retry
     of it can succeed: the client starts over."""
+    IN_PROGRESS = "in_progress"
+    """Valid, and redeemed by an earlier identical call (``Codec.redeem``, exactly once) that has not
+    answered yet, within its ``lease``: the action runs once, so this call does not run it. Retry
+    shortly: the retry gets the first call's answer once it is kept."""
+    OUTCOME_UNKNOWN = "outcome_unknown"
+    """Valid, and redeemed by an earlier identical call (exactly once) that did not answer within its
+    ``lease``: its worker stopped, or its answer could not be kept or read. Whether the action ran is
+    unknown here, and it is not run again: the client stops retrying and tells the user."""
+    ANSWER_TOO_LARGE = "answer_too_large"
+    """Valid, and redeemed by an earlier identical call (exactly once) that ran, but whose answer was
+    larger than ``max_token_bytes`` and is not kept: the action ran once, and its answer is gone."""
 
 
 class InvalidToken(Exception):

@@ -18,14 +18,19 @@ from ._errors import InvalidToken, Reason
 __all__ = [
     "ASYNC_GUARD_NEEDS_AWAIT",
     "AsyncGuard",
+    "AsyncKeepingGuard",
     "Guard",
     "GuardUnavailable",
+    "KeepingGuard",
     "aclaim",
+    "aredeem",
     "check_claim_window",
     "check_guard",
     "claim",
     "is_async_guard",
+    "keeps_answers",
     "mint_note",
+    "redeem",
     "tell_leeway",
 ]
 
@@ -84,6 +89,57 @@ class AsyncGuard(Protocol):
         ...
 
 
+class KeepingGuard(Guard, Protocol):
+    """A ``Guard`` that also serves exactly-once redemptions (``Codec.redeem``): it keeps the answer of
+    each first call, atomically with its claim's record, for the identical retries of its token.
+
+    Every guard of requeststate is one (docs/exactly-once.md).
+    """
+
+    def redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /) -> str | None:
+        """Claim ``token_id`` for ``request``, as ``claim`` does, its first call holding the action until
+        ``lease_until``.
+
+        ``request`` is what makes a retry identical (the guard holds its digest only).
+
+        Returns:
+            ``None`` on the first claim (the caller runs the action, then ``keep`` its answer);
+            the answer kept for it, on an identical retry.
+
+        Raises:
+            InvalidToken: ``replayed`` (another request, or the id was claimed for single use),
+                ``in_progress`` (no answer kept yet, within the lease), ``outcome_unknown`` (none,
+                past it), ``outside_memory`` (as ``claim``).
+            GuardUnavailable: as ``claim``.
+        """
+        ...
+
+    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """Keep ``answer`` (a sealed token) for the retries of ``token_id``'s first call for ``request``.
+
+        Nothing is kept if the claim's record is gone (a loss: its token is refused anyway), holds
+        another request, or holds an answer already (the first kept stays).
+
+        Raises:
+            GuardUnavailable: the store did not answer: the answer may not be kept.
+        """
+        ...
+
+
+class AsyncKeepingGuard(AsyncGuard, Protocol):
+    """``KeepingGuard`` for asyncio servers: ``redeem`` and ``keep`` are coroutines with the same contract."""
+
+    async def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        """See ``KeepingGuard.redeem``."""
+        ...
+
+    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """See ``KeepingGuard.keep``."""
+        ...
+
+
 def check_claim_window(expires_at: int, now: int) -> None:
     """Refuse a claim whose window is already over: the caller verified an expired token."""
     if expires_at < now:
@@ -105,6 +161,11 @@ def check_guard(guard: object) -> None:
 def is_async_guard(guard: object) -> bool:
     """Whether ``guard.claim`` is a coroutine function (an ``AsyncGuard``)."""
     return inspect.iscoroutinefunction(getattr(guard, "claim", None))
+
+
+def keeps_answers(guard: object) -> bool:
+    """Whether ``guard`` serves exactly-once redemptions: it has ``redeem`` and ``keep``."""
+    return callable(getattr(guard, "redeem", None)) and callable(getattr(guard, "keep", None))
 
 
 def tell_leeway(guard: object, leeway: int) -> None:
@@ -162,3 +223,46 @@ async def aclaim(guard: AsyncGuard | Guard, token_id: str | None, expires_at: in
     except GuardUnavailable:
         raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
     _settle(claimed)
+
+
+def _kept(kept: object) -> str | None:
+    if kept is None or isinstance(kept, str):
+        return kept
+    if isinstance(kept, Coroutine):
+        kept.close()  # never awaited: close it, so no warning names the guard
+        raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
+    raise TypeError(f"Guard.redeem must return a str or None, not {kept.__class__.__name__}")
+
+
+def redeem(
+    guard: KeepingGuard, token_id: str | None, expires_at: int, now: int, request: str, lease_until: int
+) -> str | None:
+    """Redeem a verified token's id in ``guard`` for ``request``: ``None`` on its first claim, else the kept
+    answer; raises as ``claim`` does, and with ``KeepingGuard.redeem``'s reasons."""
+    if token_id is None:
+        raise InvalidToken(Reason.MALFORMED)
+    try:
+        kept = guard.redeem(token_id, expires_at, now, request, lease_until)
+    except GuardUnavailable:
+        raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
+    return _kept(kept)
+
+
+async def aredeem(
+    guard: KeepingGuard | AsyncKeepingGuard,
+    token_id: str | None,
+    expires_at: int,
+    now: int,
+    request: str,
+    lease_until: int,
+) -> str | None:
+    """``redeem``, awaiting an async guard's answer; a sync guard is called inline."""
+    if token_id is None:
+        raise InvalidToken(Reason.MALFORMED)
+    try:
+        kept = guard.redeem(token_id, expires_at, now, request, lease_until)
+        if isinstance(kept, Awaitable):
+            kept = await kept
+    except GuardUnavailable:
+        raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
+    return _kept(kept)

@@ -17,7 +17,15 @@ claim atomically, in this order (its ``Answer``), and each store's contract test
 3. Claims whose token expired ``clock_skew`` ago are pruned (``Claim.prune_before``), by the
    earlier of the verifier's clock and the store's where the store has one of its own (Redis's
    ``TIME``): a verifier whose clock runs far ahead cannot prune claims still live elsewhere.
-4. The claim's digest is added unless it is there (``CLAIMED``, ``REPLAYED``).
+4. The claim's digest is added unless it is there (``CLAIMED``, ``REPLAYED``). An
+   exactly-once claim (``prepare_redeem``) adds, with it, the digest of its request and its
+   lease, and a ``REPLAYED`` answer carries back what the first claim left: its request, its
+   lease and the answer kept for it (``keep``), if any; a claim of single use left none.
+
+Keeping an answer (``prepare_keep``) is a step of its own, after the action ran: the store
+writes it into the claim's record if that record is still there, holds the first call's
+request, and has no answer yet. A record that is gone (a loss) keeps nothing: its token is
+refused anyway.
 
 ``Ledger`` prepares the claim (its digest, when its token was minted, what to prune, the
 terms) and decides what the answer means. A token is refused unless it was minted more
@@ -30,6 +38,7 @@ namespace whose terms are not this verifier's, is ``GuardUnavailable``.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -41,7 +50,19 @@ from ._guard import GuardUnavailable, check_claim_window
 from ._options import DEFAULT_LEEWAY, MAX_TTL
 from ._token_id import minted_at
 
-__all__ = ["DEFAULT_CLOCK_SKEW", "REMEMBERED_CLAIMS", "Answer", "Claim", "Ledger", "Status", "member_of"]
+__all__ = [
+    "DEFAULT_CLOCK_SKEW",
+    "REMEMBERED_CLAIMS",
+    "Answer",
+    "Claim",
+    "Keep",
+    "Ledger",
+    "Status",
+    "checked_answer",
+    "member_of",
+    "request_of",
+    "retried",
+]
 
 DEFAULT_CLOCK_SKEW: Final = 5
 """Seconds that any two hosts' clocks (those that mint and those that verify, and a
@@ -84,6 +105,11 @@ class Claim(NamedTuple):
     terms: str
     """What every verifier of the namespace must share (``Ledger.terms``): a new marker records
     them, and a marker that records others answers ``TERMS``."""
+    request: str = ""
+    """An exactly-once claim's request, as the SHA-256 in hex of what makes a retry identical
+    (``Ledger.prepare_redeem``); ``""`` for a claim of single use."""
+    lease_until: int = 0
+    """An exactly-once claim's lease: until this second, a retry is told the first call runs."""
 
 
 class Answer(NamedTuple):
@@ -96,11 +122,58 @@ class Answer(NamedTuple):
     """Whether this claim wrote the marker: the memory was new, or had been lost."""
     terms: str
     """The namespace's terms, as its marker holds them."""
+    request: str = ""
+    """On ``REPLAYED``: the request the id was first claimed with; ``""`` if that claim was one of
+    single use (or the store holds no record of it)."""
+    lease_until: int = 0
+    """On ``REPLAYED``: the first claim's lease."""
+    kept: str = ""
+    """On ``REPLAYED``: the answer kept for the first claim; ``""`` while none is."""
+
+
+class Keep(NamedTuple):
+    """An answer to keep, for a store: into the record of ``member``, if it holds ``request`` and no answer."""
+
+    member: str
+    request: str
+    answer: str
+    """The sealed answer (an ASCII token, which every store holds as text)."""
 
 
 def member_of(token_id: str) -> str:
     """What a store holds for a claimed id: its SHA-256 in hex, so that the id never reaches the store."""
     return hashlib.sha256(token_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def request_of(request: str, lease_until: int, now: int) -> str:
+    """What a store holds of an exactly-once claim's ``request``: its SHA-256 in hex, once the request
+    and the lease are checked (``TypeError``, ``ValueError``: a lease that ends before ``now``)."""
+    if not isinstance(request, str):
+        raise TypeError(f"request must be a str, not {type(request).__name__}")
+    check_int("lease_until", lease_until, now, _MAX_SECONDS)
+    return member_of(request)
+
+
+def checked_answer(answer: str) -> str:
+    """``answer``, if it is what a store keeps: a sealed token, non-empty ASCII text (else ``ValueError``)."""
+    if not (isinstance(answer, str) and answer.isascii() and answer):
+        raise ValueError("a kept answer is a sealed token: non-empty ASCII text")
+    return answer
+
+
+def retried(request: str, now: int, first: str, lease_until: int, kept: str) -> str:
+    """What an exactly-once retry gets, at ``now``, of a claim first made for ``first`` with ``lease_until``
+    and ``kept`` since: the kept answer; else why it is refused.
+
+    Raises:
+        InvalidToken: ``replayed``: another request (or the first claim was one of single use);
+            ``in_progress``: no answer yet, within the lease; ``outcome_unknown``: none, past it.
+    """
+    if not first or not hmac.compare_digest(first, request):
+        raise InvalidToken(Reason.REPLAYED)
+    if kept:
+        return kept
+    raise InvalidToken(Reason.IN_PROGRESS if now <= lease_until else Reason.OUTCOME_UNKNOWN)
 
 
 class Ledger:
@@ -204,6 +277,18 @@ class Ledger:
             raise InvalidToken(Reason.OUTSIDE_MEMORY)
         return minted
 
+    def prepare_redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int) -> Claim:
+        """The exactly-once claim of ``token_id`` for ``request`` (what makes a retry identical), its first
+        call holding the action until ``lease_until``; raises as ``dated`` does, and ``ValueError`` for a
+        ``request`` that is not a ``str`` or a lease that ends before ``now``."""
+        digest = request_of(request, lease_until, now)
+        return self.prepare(token_id, expires_at, now)._replace(request=digest, lease_until=lease_until)
+
+    @staticmethod
+    def prepare_keep(token_id: str, request: str, answer: str) -> Keep:
+        """The answer to keep for the exactly-once claim of ``token_id`` for ``request``."""
+        return Keep(member_of(token_id), member_of(request), checked_answer(answer))
+
     def mark(self, now: int) -> Claim:
         """The claim that only writes the marker, where it is missing or names another memory."""
         return self._claim("", now, now, now)
@@ -214,7 +299,10 @@ class Ledger:
 
     def answered_before(self, claim: Claim) -> bool:
         """Whether the store already answered a claim of ``claim``'s id to this guard (a replay, refused
-        without asking it again); a remembered claim whose token expired is forgotten."""
+        without asking it again); a remembered claim whose token expired is forgotten. Never for an
+        exactly-once claim, whose retry asks the store for the first call's answer."""
+        if claim.request:
+            return False
         with self._lock:
             expires = self._answered.get(claim.member)
             if expires is None:
@@ -224,16 +312,34 @@ class Ledger:
                 return False
             return True
 
-    def read(self, status: object, since: object, began: object, terms: object) -> Answer:
-        """A store's reply, checked; ``GuardUnavailable`` for one that no store gives."""
+    def read(
+        self,
+        status: object,
+        since: object,
+        began: object,
+        terms: object,
+        request: object = "",
+        lease_until: object = 0,
+        kept: object = "",
+    ) -> Answer:
+        """A store's reply, checked; ``GuardUnavailable`` for one that no store gives.
+
+        ``request``, ``lease_until`` and ``kept``: what a ``REPLAYED`` answer read of the first claim's
+        record (``None`` where the store holds none: a claim of single use).
+        """
+        request = "" if request is None else request
+        lease_until = 0 if lease_until is None else lease_until
+        kept = "" if kept is None else kept
         if (
             status in _STATUSES
-            and isinstance(since, int)
-            and not isinstance(since, bool)
+            and _is_int(since)
             and began in (0, 1, False, True)
             and isinstance(terms, str)
+            and isinstance(request, str)
+            and _is_int(lease_until)
+            and isinstance(kept, str)
         ):
-            return Answer(str(status), since, bool(began), terms)
+            return Answer(str(status), since, bool(began), terms, request, lease_until, kept)  # type: ignore[arg-type]
         raise GuardUnavailable(f"{self.describe} answered the claim with a reply no claim gives")
 
     def settle(self, claim: Claim, answer: Answer) -> bool:
@@ -253,6 +359,13 @@ class Ledger:
         if not self.postdates(claim.minted, answer.since):
             raise InvalidToken(Reason.OUTSIDE_MEMORY)
         return True
+
+    def settle_redeem(self, claim: Claim, answer: Answer) -> str | None:
+        """The verdict on an exactly-once claim: ``None`` on its first claim (the caller runs the action),
+        or the answer kept for an identical retry; raises as ``settle`` does, and as ``retried``."""
+        if self.settle(claim, answer):
+            return None
+        return retried(claim.request, claim.now, answer.request, answer.lease_until, answer.kept)
 
     def postdates(self, minted: int, since: int) -> bool:
         """Whether a token minted at ``minted`` is minted after ``since`` plus ``clock_skew``.
@@ -321,3 +434,7 @@ class Ledger:
         import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
 
         logging.getLogger(self._log).warning("replay guard: %s", message)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

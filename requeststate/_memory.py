@@ -11,7 +11,7 @@ from typing import Final, final
 from ._bounds import check_int
 from ._errors import InvalidToken, Reason
 from ._guard import GuardUnavailable
-from ._ledger import DEFAULT_CLOCK_SKEW, Ledger
+from ._ledger import DEFAULT_CLOCK_SKEW, Ledger, checked_answer, member_of, request_of, retried
 
 __all__ = ["DEFAULT_CAPACITY", "MemoryGuard"]
 
@@ -69,6 +69,7 @@ class MemoryGuard:
         "_minted_here",
         "_monotonic",
         "_purged_to",
+        "_records",
         "_since",
     )
 
@@ -101,6 +102,9 @@ class MemoryGuard:
         # next to expire. An id enters once and leaves once, so they stay in step.
         self._held: Final[set[str]] = set()
         self._heap: Final[list[tuple[int, str]]] = []
+        # An exactly-once claim's record, by id, while the id is held: [its request's digest, its
+        # lease, the answer kept ("" until then)].
+        self._records: Final[dict[str, list[str | int]]] = {}
         # The ids its codecs minted by the time its memory began plus clock_skew: accepted all
         # the same, as they were minted after it began. At most ``capacity`` (then refused).
         self._minted_here: Final[set[str]] = set()
@@ -165,32 +169,60 @@ class MemoryGuard:
         """
         minted = self._ledger.dated(token_id, expires_at, now)
         with self._lock:
-            heap = self._heap
-            clock = self._purge_clock(now - self._ledger.clock_skew)
-            while heap and heap[0][0] < clock:
-                self._held.remove(heapq.heappop(heap)[1])
-            if token_id in self._held:
-                return False
-            if not self._ledger.postdates(minted, self._since) and token_id not in self._minted_here:
-                raise InvalidToken(Reason.OUTSIDE_MEMORY)
-            if len(self._held) >= self._capacity:
-                if not self._full:
-                    self._full = True
-                    import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
+            return self._add(token_id, expires_at, now, minted)
 
-                    logging.getLogger("requeststate").warning(
-                        "MemoryGuard is full (%d live ids): every redemption is refused until ids "
-                        "expire; raise its capacity or rate-limit minting per user",
-                        self._capacity,
-                    )
-                raise GuardUnavailable(
-                    f"MemoryGuard is full: {self._capacity} ids have not expired yet (raise its capacity)"
+    def redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /) -> str | None:
+        """Claim ``token_id`` for ``request``, exactly once: ``None`` on its first claim, else the answer kept
+        for an identical retry (``requeststate.KeepingGuard.redeem``); raises as ``claim`` does, and
+        ``InvalidToken`` (``replayed``, ``in_progress``, ``outcome_unknown``) for a retry."""
+        minted = self._ledger.dated(token_id, expires_at, now)
+        digest = request_of(request, lease_until, now)
+        with self._lock:
+            if self._add(token_id, expires_at, now, minted):
+                self._records[token_id] = [digest, lease_until, ""]
+                return None
+            first, lease, kept = self._records.get(token_id, ("", 0, ""))
+        return retried(digest, now, first, lease, kept)  # type: ignore[arg-type]
+
+    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """Keep ``answer`` for the identical retries of ``token_id``'s first call for ``request``
+        (``requeststate.KeepingGuard.keep``): only into its record, while held, and only once."""
+        digest, answer = member_of(request), checked_answer(answer)
+        with self._lock:
+            record = self._records.get(token_id)
+            if record is not None and record[0] == digest and not record[2]:
+                record[2] = answer
+
+    def _add(self, token_id: str, expires_at: int, now: int, minted: int) -> bool:
+        """Hold ``token_id`` (under the lock): ``True`` if it was not held."""
+        heap = self._heap
+        clock = self._purge_clock(now - self._ledger.clock_skew)
+        while heap and heap[0][0] < clock:
+            purged = heapq.heappop(heap)[1]
+            self._held.remove(purged)
+            self._records.pop(purged, None)
+        if token_id in self._held:
+            return False
+        if not self._ledger.postdates(minted, self._since) and token_id not in self._minted_here:
+            raise InvalidToken(Reason.OUTSIDE_MEMORY)
+        if len(self._held) >= self._capacity:
+            if not self._full:
+                self._full = True
+                import logging  # here: a rare warning is not worth 8 ms of `import requeststate`
+
+                logging.getLogger("requeststate").warning(
+                    "MemoryGuard is full (%d live ids): every redemption is refused until ids "
+                    "expire; raise its capacity or rate-limit minting per user",
+                    self._capacity,
                 )
-            self._full = False
-            self._minted_here.discard(token_id)
-            self._held.add(token_id)
-            heapq.heappush(heap, (expires_at, token_id))
-            return True
+            raise GuardUnavailable(
+                f"MemoryGuard is full: {self._capacity} ids have not expired yet (raise its capacity)"
+            )
+        self._full = False
+        self._minted_here.discard(token_id)
+        self._held.add(token_id)
+        heapq.heappush(heap, (expires_at, token_id))
+        return True
 
     def __len__(self) -> int:
         """The number of ids held, including expired ones not purged yet."""

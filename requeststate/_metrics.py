@@ -22,7 +22,16 @@ from ._version import __version__
 
 __all__ = ["Counts", "Meter", "default_meter"]
 
-_GUARD_REASONS: Final = frozenset({Reason.REPLAYED, Reason.GUARD_UNAVAILABLE, Reason.OUTSIDE_MEMORY})
+_GUARD_REASONS: Final = frozenset(
+    {
+        Reason.REPLAYED,
+        Reason.GUARD_UNAVAILABLE,
+        Reason.OUTSIDE_MEMORY,
+        Reason.IN_PROGRESS,
+        Reason.OUTCOME_UNKNOWN,
+        Reason.ANSWER_TOO_LARGE,
+    }
+)
 # Held for ever by the first count that fails: one log line per process, however many fail.
 _FIRST_DROP: Final = threading.Lock()
 

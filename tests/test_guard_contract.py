@@ -3,7 +3,8 @@
 Each store (memory; the SQLite file, sync and asyncio; Redis, sync and asyncio; a Redis
 Cluster) is a ``Store`` below: how to build its guard, make it forget, and make it stop
 answering. Every test runs on every store; a store is added by adding a ``Store``.
-The rules behind the answers are tested once, in tests/test_ledger.py.
+The rules behind the answers are tested once, in tests/test_ledger.py. Exactly-once
+redemptions (``redeem`` and ``keep``: the answer kept with the claim) are part of the contract.
 """
 
 from __future__ import annotations
@@ -50,6 +51,17 @@ class OnALoop:
     def begin(self, now: int | None = None) -> int:
         with self._lock:
             return int(self._loop.run_until_complete(self.guard.begin(now)))
+
+    def redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /) -> str | None:
+        with self._lock:
+            kept: str | None = self._loop.run_until_complete(
+                self.guard.redeem(token_id, expires_at, now, request, lease_until)
+            )
+            return kept
+
+    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        with self._lock:
+            self._loop.run_until_complete(self.guard.keep(token_id, request, answer))
 
     def close(self) -> None:
         self._loop.run_until_complete(self.guard.aclose())
@@ -428,3 +440,110 @@ def test_a_closed_guard_can_be_closed_again(store: Store, guards: Callable[..., 
     close(guard)
     if not isinstance(guard, OnALoop):  # an asyncio guard's loop is closed with it
         close(guard)
+
+
+# --- exactly once: the answer kept with the claim ----------------------------------------------------
+
+
+def test_an_identical_retry_gets_the_answer_kept_for_the_first_call(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    guard = guards()
+    now = ready(guard)
+    token_id = dated(now)
+    first = guard.redeem(token_id, now + 300, now, "book room 7", now + 60)
+    guard.keep(token_id, "book room 7", "answer-1")
+    another = guards()  # another worker of the fleet (for memory: the same process)
+    retries = [another.redeem(token_id, now + 300, now + 1, "book room 7", now + 61) for _ in range(2)]
+    assert [first, *retries] == [None, "answer-1", "answer-1"]
+
+
+def test_a_retry_before_the_answer_is_kept_is_in_progress_and_past_its_lease_outcome_unknown(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    guard = guards()
+    now = ready(guard)
+    token_id = dated(now)
+    assert guard.redeem(token_id, now + 300, now, "book", now + 60) is None
+    during = refused_as(lambda: guards().redeem(token_id, now + 300, now + 60, "book", now + 120))
+    after = refused_as(lambda: guards().redeem(token_id, now + 300, now + 61, "book", now + 121))
+    assert [during, after] == [rs.Reason.IN_PROGRESS, rs.Reason.OUTCOME_UNKNOWN]
+
+
+def test_a_retry_of_another_request_is_a_replay_and_keeps_nothing(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    guard = guards()
+    now = ready(guard)
+    token_id = dated(now)
+    assert guard.redeem(token_id, now + 300, now, "book room 7", now + 60) is None
+    other = refused_as(lambda: guard.redeem(token_id, now + 300, now, "book room 8", now + 60))
+    guard.keep(token_id, "book room 8", "answer-8")
+    guard.keep(token_id, "book room 7", "answer-7")
+    assert (other, guard.redeem(token_id, now + 300, now, "book room 7", now + 60)) == (
+        rs.Reason.REPLAYED,
+        "answer-7",
+    )
+
+
+def test_the_first_answer_kept_stays(store: Store, guards: Callable[..., Any]) -> None:
+    guard = guards()
+    now = ready(guard)
+    token_id = dated(now)
+    assert guard.redeem(token_id, now + 300, now, "book", now + 60) is None
+    guard.keep(token_id, "book", "first")
+    guards().keep(token_id, "book", "second")
+    assert guard.redeem(token_id, now + 300, now, "book", now + 60) == "first"
+
+
+def test_a_claim_of_single_use_and_an_exactly_once_redemption_of_one_id_exclude_each_other(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    guard = guards()
+    now = ready(guard)
+    claimed, redeemed = dated(now), dated(now)
+    assert guard.claim(claimed, now + 300, now) is True
+    assert refused_as(lambda: guards().redeem(claimed, now + 300, now, "book", now + 60)) is rs.Reason.REPLAYED
+    assert guard.redeem(redeemed, now + 300, now, "book", now + 60) is None
+    assert guards().claim(redeemed, now + 300, now) is False
+
+
+def test_exactly_one_of_many_racing_identical_redemptions_runs(
+    store: Store, guards: Callable[..., Any]
+) -> None:
+    racers = [guards() for _ in range(4)]
+    now = ready(racers[0])
+    for racer in racers[1:]:
+        racer.begin()
+    token_ids = [dated(now) for _ in range(10)]
+
+    def redeem(job: tuple[Any, str]) -> str:
+        try:
+            return "run" if job[0].redeem(job[1], now + 300, now, "book", now + 60) is None else "kept"
+        except rs.InvalidToken as refused:
+            return refused.reason.value
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(redeem, [(racer, token_id) for token_id in token_ids for racer in racers * 2]))
+    per_token = [sorted(outcomes[i * 8 : (i + 1) * 8]) for i in range(10)]
+    assert per_token == [["in_progress"] * 7 + ["run"]] * 10
+
+
+def test_a_loss_refuses_a_retry_of_what_predates_it(store: Store, guards: Callable[..., Any]) -> None:
+    guard = guards(clock_skew=0)
+    now = ready(guard)
+    token_id = dated(now)
+    assert guard.redeem(token_id, now + 300, now, "book", now + 60) is None
+    guard.keep(token_id, "book", "answer")
+    store.forget()
+    if store.shared:
+        after = guards(clock_skew=0)
+        later = after.begin(now)
+    else:
+        while time.time() < now + 0.01:
+            time.sleep(0.05)
+        after = guards(clock_skew=0)
+        later = after.begin() + 1
+    assert refused_as(lambda: after.redeem(token_id, later + 300, later, "book", later + 60)) is (
+        rs.Reason.OUTSIDE_MEMORY
+    )
