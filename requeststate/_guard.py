@@ -96,7 +96,9 @@ class KeepingGuard(Guard, Protocol):
     Every guard of requeststate is one (docs/exactly-once.md).
     """
 
-    def redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /) -> str | None:
+    def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
         """Claim ``token_id`` for ``request``, as ``claim`` does, its first call holding the action until
         ``lease_until``.
 

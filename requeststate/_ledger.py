@@ -132,7 +132,7 @@ class Answer(NamedTuple):
 
 
 class Keep(NamedTuple):
-    """An answer to keep, for a store: into the record of ``member``, if it holds ``request`` and no answer."""
+    """An answer to keep, for a store: into ``member``'s record, if it holds ``request`` and no answer."""
 
     member: str
     request: str
@@ -277,7 +277,9 @@ class Ledger:
             raise InvalidToken(Reason.OUTSIDE_MEMORY)
         return minted
 
-    def prepare_redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int) -> Claim:
+    def prepare_redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int
+    ) -> Claim:
         """The exactly-once claim of ``token_id`` for ``request`` (what makes a retry identical), its first
         call holding the action until ``lease_until``; raises as ``dated`` does, and ``ValueError`` for a
         ``request`` that is not a ``str`` or a lease that ends before ``now``."""

@@ -171,7 +171,9 @@ class MemoryGuard:
         with self._lock:
             return self._add(token_id, expires_at, now, minted)
 
-    def redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /) -> str | None:
+    def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
         """Claim ``token_id`` for ``request``, exactly once: ``None`` on its first claim, else the answer kept
         for an identical retry (``requeststate.KeepingGuard.redeem``); raises as ``claim`` does, and
         ``InvalidToken`` (``replayed``, ``in_progress``, ``outcome_unknown``) for a retry."""

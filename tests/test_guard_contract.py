@@ -52,7 +52,9 @@ class OnALoop:
         with self._lock:
             return int(self._loop.run_until_complete(self.guard.begin(now)))
 
-    def redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /) -> str | None:
+    def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
         with self._lock:
             kept: str | None = self._loop.run_until_complete(
                 self.guard.redeem(token_id, expires_at, now, request, lease_until)
@@ -503,7 +505,9 @@ def test_a_claim_of_single_use_and_an_exactly_once_redemption_of_one_id_exclude_
     now = ready(guard)
     claimed, redeemed = dated(now), dated(now)
     assert guard.claim(claimed, now + 300, now) is True
-    assert refused_as(lambda: guards().redeem(claimed, now + 300, now, "book", now + 60)) is rs.Reason.REPLAYED
+    assert (
+        refused_as(lambda: guards().redeem(claimed, now + 300, now, "book", now + 60)) is rs.Reason.REPLAYED
+    )
     assert guard.redeem(redeemed, now + 300, now, "book", now + 60) is None
     assert guards().claim(redeemed, now + 300, now) is False
 
@@ -524,7 +528,9 @@ def test_exactly_one_of_many_racing_identical_redemptions_runs(
             return refused.reason.value
 
     with ThreadPoolExecutor(8) as pool:
-        outcomes = list(pool.map(redeem, [(racer, token_id) for token_id in token_ids for racer in racers * 2]))
+        outcomes = list(
+            pool.map(redeem, [(racer, token_id) for token_id in token_ids for racer in racers * 2])
+        )
     per_token = [sorted(outcomes[i * 8 : (i + 1) * 8]) for i in range(10)]
     assert per_token == [["in_progress"] * 7 + ["run"]] * 10
 
