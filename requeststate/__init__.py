@@ -15,7 +15,8 @@ The module functions ``encode``/``decode``/``verify`` take the same options on
 every call, over a cached ``Codec``; ``Codec.averify``/``adecode`` serve asyncio.
 Pass ``guard=MemoryGuard()`` (one process), ``requeststate.sqlite.SQLiteGuard``
 (the workers of one host) or ``requeststate.redis.RedisGuard`` (across hosts) to
-make tokens single-use. ``requeststate.mcp`` protects an MCP SDK
+make tokens single-use; ``Codec.redeem`` and ``Codec.keep`` make a destructive action run once per
+token, every identical retry getting its first answer. ``requeststate.mcp`` protects an MCP SDK
 server in one line.
 """
 
@@ -25,13 +26,14 @@ from ._claims import Claims
 from ._codec import CallOptions, Codec, decode, encode, verify
 from ._env import ENV_GUARD, ENV_KEYS, ENV_MODE, ENV_TTL
 from ._errors import InvalidToken, KeyBudgetExhausted, Reason
-from ._guard import AsyncGuard, Guard, GuardUnavailable
+from ._guard import AsyncGuard, AsyncKeepingGuard, Guard, GuardUnavailable, KeepingGuard
 from ._guard_url import guard_from_url
 from ._keys import KeyRing, Keys
 from ._ledger import DEFAULT_CLOCK_SKEW
 from ._memory import MemoryGuard
 from ._modes import Mode, ModeName, Modes, ModeSpec
 from ._options import (
+    DEFAULT_LEASE,
     DEFAULT_LEEWAY,
     DEFAULT_MAX_TOKEN_BYTES,
     DEFAULT_MODE,
@@ -42,12 +44,14 @@ from ._options import (
 )
 from ._payload import MAX_JSON_DEPTH
 from ._peek import Peek, peek
+from ._redemption import Redemption
 from ._secrets import MIN_SECRET_BYTES, SecretEncoding
 from ._token_id import minted_at
 from ._version import __version__
 
 __all__ = [
     "DEFAULT_CLOCK_SKEW",
+    "DEFAULT_LEASE",
     "DEFAULT_LEEWAY",
     "DEFAULT_MAX_TOKEN_BYTES",
     "DEFAULT_MODE",
@@ -60,6 +64,7 @@ __all__ = [
     "MAX_TTL",
     "MIN_SECRET_BYTES",
     "AsyncGuard",
+    "AsyncKeepingGuard",
     "CallOptions",
     "Claims",
     "Codec",
@@ -68,6 +73,7 @@ __all__ = [
     "Guard",
     "GuardUnavailable",
     "InvalidToken",
+    "KeepingGuard",
     "KeyBudgetExhausted",
     "KeyRing",
     "Keys",
@@ -78,6 +84,7 @@ __all__ = [
     "Modes",
     "Peek",
     "Reason",
+    "Redemption",
     "SecretEncoding",
     "__version__",
     "decode",

@@ -11,15 +11,21 @@ from typing import Any, Final, TypeAlias, Unpack, cast, final
 from ._bounds import INT64_MIN, check_int
 from ._claims import Claims
 from ._envelope import open_token, seal_token
-from ._errors import InvalidToken
+from ._errors import InvalidToken, Reason
 from ._guard import (
     ASYNC_GUARD_NEEDS_AWAIT,
     AsyncGuard,
+    AsyncKeepingGuard,
     Guard,
+    GuardUnavailable,
+    KeepingGuard,
     aclaim,
+    aredeem,
     claim,
     is_async_guard,
+    keeps_answers,
     mint_note,
+    redeem,
     tell_leeway,
 )
 from ._guard_url import guard_from_env
@@ -28,6 +34,7 @@ from ._metrics import Counts, Meter
 from ._modes import Mode, WireMode, modes_from_env, wire_of
 from ._options import DEFAULT_MODE, DEFAULT_TTL, CodecOptions, Context, check_options, ttl_from_env
 from ._payload import Payload, T, read_state
+from ._redemption import Kept, Redemption, answer_mode, answer_tool
 from ._token_id import TOKEN_ID_BYTES, claim_id, dated_id
 
 __all__ = ["CallOptions", "Codec", "decode", "encode", "verify"]
@@ -74,6 +81,8 @@ class Codec:
         self._counts: Final = None if settings.metrics is None else Counts(settings.metrics, settings.mode)
         self._guard_is_async: Final = is_async_guard(settings.guard)
         self._ttl: Final = settings.ttl
+        self._lease: Final = settings.lease
+        self._answer_wire: Final = wire_of(answer_mode(settings.mode[0]))
         tell_leeway(settings.guard, settings.leeway)
         # A guard that serves its own process's tokens from its first second hears of each.
         self._mint_note: Final = mint_note(settings.guard)
@@ -155,6 +164,11 @@ class Codec:
     def clock(self) -> Callable[[], float] | None:
         """The clock read when a call passes no ``now``; ``None``: ``time.time``."""
         return self._clock
+
+    @property
+    def lease(self) -> int:
+        """Seconds an exactly-once redemption's first call holds its action (``redeem``)."""
+        return self._lease
 
     @property
     def metrics(self) -> Meter | None:
@@ -334,6 +348,203 @@ class Codec:
             else self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=False)
         )
         return None if opened is None else opened[0]
+
+    def redeem(
+        self,
+        token: object,
+        /,
+        *,
+        request: str,
+        subject: str = "",
+        tool: str | None = None,
+        now: int | None = None,
+        type: type[T] | None = None,
+    ) -> Redemption[T]:
+        """Accept a token exactly once for ``request``: its first call runs the action, an identical retry
+        gets the first call's answer (docs/exactly-once.md).
+
+        The checks are ``verify``'s; then the guard (a ``KeepingGuard``: every guard of
+        requeststate is one) claims the token's id for ``request``, what makes a retry
+        identical (for an MCP server: the method, target, arguments and input responses; the
+        guard holds its digest only). On the first call, ``Redemption.answer`` is ``None``: run
+        the action, then ``keep`` its answer. On an identical retry it is that answer, opened:
+        run nothing. A retry while the first call has kept no answer is refused as
+        ``in_progress`` (within the codec's ``lease``) or ``outcome_unknown`` (past it); one of
+        another ``request``, as ``replayed``; one whose answer was too large, as
+        ``answer_too_large``. The action never runs twice for one token.
+
+        Raises:
+            InvalidToken: as ``verify``, and with the reasons above.
+            TypeError: the codec's guard keeps no answers (or there is none), or it is async
+                (use ``aredeem``).
+        """
+        guard = cast("KeepingGuard", self._keeping())
+        if self._guard_is_async:
+            raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
+        now = now_from(now, self._clock)
+        opened = self._opened(token, subject, tool, now, type, None, None, raising=True)
+        _, payload, _, _ = opened  # type: ignore[misc]
+        try:
+            kept = redeem(
+                guard,
+                claim_id(payload.id, payload.iat),
+                payload.exp + self._leeway,
+                now,
+                request,
+                now + self._lease,
+            )
+        except InvalidToken as refused:
+            self._refused(refused, False)  # counted
+            raise
+        return self._redeemed(opened, kept, request, subject, tool, now)  # type: ignore[arg-type]
+
+    async def aredeem(
+        self,
+        token: object,
+        /,
+        *,
+        request: str,
+        subject: str = "",
+        tool: str | None = None,
+        now: int | None = None,
+        type: type[T] | None = None,
+    ) -> Redemption[T]:
+        """``redeem`` for asyncio servers: the checks run inline, then the guard's claim is awaited."""
+        guard = self._keeping()
+        now = now_from(now, self._clock)
+        opened = self._opened(token, subject, tool, now, type, None, None, raising=True)
+        _, payload, _, _ = opened  # type: ignore[misc]
+        try:
+            kept = await aredeem(
+                guard,
+                claim_id(payload.id, payload.iat),
+                payload.exp + self._leeway,
+                now,
+                request,
+                now + self._lease,
+            )
+        except InvalidToken as refused:
+            self._refused(refused, False)  # counted
+            raise
+        return self._redeemed(opened, kept, request, subject, tool, now)  # type: ignore[arg-type]
+
+    def keep(self, redemption: Redemption[Any], answer: str, /, *, now: int | None = None) -> bool:
+        """Keep the first call's ``answer`` (text: the result, serialised) for its token's identical retries.
+
+        The answer is sealed as a state is, encrypted and bound to the redemption's subject,
+        claim and tool, and kept by the guard with the claim, until the token expires; an
+        answer longer than ``max_token_bytes`` sealed is kept as "too large" instead (its
+        retry is refused as ``answer_too_large``).
+
+        Returns:
+            ``True`` once kept; ``False`` if the guard's store did not answer (its retries are
+            then refused as ``in_progress``, then ``outcome_unknown``): the action ran, so return
+            the answer to this call all the same.
+
+        Raises:
+            TypeError, ValueError: ``answer`` is not a ``str``, or ``redemption`` is a retry's.
+        """
+        guard = cast("KeepingGuard", self._keeping())
+        if self._guard_is_async:
+            raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
+        token_id, sealed = self._sealed_answer(redemption, answer, now)
+        try:
+            guard.keep(token_id, redemption.request, sealed)
+        except GuardUnavailable:
+            return False
+        return True
+
+    async def akeep(self, redemption: Redemption[Any], answer: str, /, *, now: int | None = None) -> bool:
+        """``keep`` for asyncio servers: an async guard's ``keep`` is awaited."""
+        guard = self._keeping()
+        token_id, sealed = self._sealed_answer(redemption, answer, now)
+        try:
+            kept = guard.keep(token_id, redemption.request, sealed)
+            if kept is not None:
+                await kept
+        except GuardUnavailable:
+            return False
+        return True
+
+    def _keeping(self) -> KeepingGuard | AsyncKeepingGuard:
+        if not keeps_answers(self._guard):
+            held = "no guard" if self._guard is None else f"a {type(self._guard).__name__}, which has none"
+            raise TypeError(
+                "redeem and keep need a guard that keeps answers (redeem and keep methods: every guard "
+                f"of requeststate has them); this codec has {held}"
+            )
+        return self._guard  # type: ignore[return-value]
+
+    def _redeemed(
+        self, opened: _Opened, kept: str | None, request: str, subject: str, tool: str | None, now: int
+    ) -> Redemption[Any]:
+        """The redemption of an accepted token: its claims, and the kept answer, opened, for a retry."""
+        _, payload, wire, _ = opened
+        answer = None
+        if kept is not None:
+            try:
+                answer = self._opened_answer(kept, claim_id(payload.id, payload.iat), subject, tool, now)  # type: ignore[arg-type]
+            except InvalidToken as refused:
+                self._refused(refused, False)  # counted
+                raise
+        if self._counts is not None:
+            self._counts.accepted(self._mode_of[wire], True)
+        return Redemption(self._claims(opened), answer, request, subject, tool)
+
+    def _opened_answer(self, kept: str, token_id: str, subject: str, tool: str | None, now: int) -> str:
+        """The answer a retry gets, opened; ``outcome_unknown`` if it cannot be (another key ring, say)."""
+        try:
+            payload, _, _ = open_token(
+                kept,
+                (self._answer_wire,),
+                self._keys,
+                subject,
+                answer_tool(token_id, tool),
+                now,
+                self._leeway,
+                self._max_bytes,
+            )
+            answer = read_state(payload.s, Kept).answer
+        except InvalidToken:
+            raise InvalidToken(Reason.OUTCOME_UNKNOWN) from None
+        if answer is None:
+            raise InvalidToken(Reason.ANSWER_TOO_LARGE)
+        return answer  # type: ignore[no-any-return]
+
+    def _sealed_answer(self, redemption: Redemption[Any], answer: str, now: int | None) -> tuple[str, str]:
+        """The claimed id, and ``answer`` sealed for its retries: as "too large" if it does not fit."""
+        if not isinstance(answer, str):
+            raise TypeError(f"answer must be a str (the result, serialised), not {type(answer).__name__}")
+        if not redemption.first:
+            raise ValueError("only the first call of a redemption keeps an answer: a retry got it")
+        claims = redemption.claims
+        token_id = claim_id(claims.token_id, claims.minted)
+        minted = now_from(now, self._clock)
+        tool = answer_tool(token_id, redemption.tool)  # type: ignore[arg-type]
+
+        def sealed(kept: Kept) -> str:
+            random = os.urandom(self._answer_wire.nonce_bytes + TOKEN_ID_BYTES)
+            nonce, answer_id = (
+                random[: self._answer_wire.nonce_bytes],
+                random[self._answer_wire.nonce_bytes :],
+            )
+            return seal_token(
+                kept,
+                self._answer_wire,
+                self._keys,
+                redemption.subject,
+                tool,
+                claims.exp,
+                nonce,
+                answer_id.hex(),
+                minted,
+                self._max_bytes,
+            )
+
+        try:
+            return token_id, sealed(Kept(answer))  # type: ignore[return-value]
+        except ValueError:  # longer than max_token_bytes: the retry is told it ran, answer too large
+            return token_id, sealed(Kept(None))  # type: ignore[return-value]
 
     def _opened(
         self,

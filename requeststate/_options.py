@@ -13,6 +13,7 @@ from ._metrics import Meter, default_meter
 from ._modes import Mode, Modes, wire_modes
 
 __all__ = [
+    "DEFAULT_LEASE",
     "DEFAULT_LEEWAY",
     "DEFAULT_MAX_TOKEN_BYTES",
     "DEFAULT_MODE",
@@ -35,6 +36,11 @@ MAX_TTL: Final = 86_400
 state that must outlive a day belongs in the server's own storage."""
 DEFAULT_LEEWAY: Final = 0
 """Seconds of clock skew tolerated after a token's expiry unless ``leeway=`` says otherwise (as mcp.d)."""
+DEFAULT_LEASE: Final = 60
+"""Seconds the first call of an exactly-once redemption (``Codec.redeem``) holds its action unless
+``lease=`` says otherwise: an identical retry within them is told ``in_progress`` (retry), after
+them ``outcome_unknown``. Nothing ever runs the action again, whatever the lease: it decides only
+what a retry is told while no answer is kept (docs/exactly-once.md)."""
 DEFAULT_MAX_TOKEN_BYTES: Final = 128 * 1024
 """The longest token minted or read unless ``max_token_bytes=`` says otherwise: 128 KiB.
 
@@ -71,6 +77,10 @@ class CodecOptions(TypedDict, total=False):
     that serves codecs of another leeway refuses it then. Default ``None``."""
     clock: Callable[[], float] | None
     """Unix seconds, read on each call without ``now=``; ``time.time`` when ``None``, the default."""
+    lease: int
+    """Seconds an exactly-once redemption's first call (``Codec.redeem``) holds its action before an
+    identical retry is told ``outcome_unknown`` rather than ``in_progress``: an ``int`` from 1 to
+    ``MAX_TTL``; default 60."""
     metrics: Meter | None
     """The OpenTelemetry meter tokens are counted on (docs/metrics.md): by default the
     meter ``requeststate`` of the global provider, when ``opentelemetry-api`` is
@@ -98,6 +108,7 @@ class Settings:
     max_token_bytes: int
     guard: Guard | AsyncGuard | None
     clock: Callable[[], float] | None
+    lease: int
     metrics: Meter | None
 
     def as_options(self) -> CodecOptions:
@@ -133,6 +144,7 @@ def check_options(options: CodecOptions) -> Settings:
         ),
         guard=guard,
         clock=clock,
+        lease=check_int("lease", options.get("lease", DEFAULT_LEASE), 1, MAX_TTL),
         metrics=metrics,
     )
 

@@ -28,6 +28,7 @@ graph). Each name is private for a reason:
 from __future__ import annotations
 
 from ._bounds import check_int, check_seconds
+from ._guard import keeps_answers
 from ._guard_url import ENCODE_HINT, check_guard_timeout, split_guard_url
 from ._ledger import Answer, Claim, Ledger, Status, member_of
 from ._metrics import Counts
@@ -47,6 +48,7 @@ __all__ = [
     "check_guard_timeout",
     "check_int",
     "check_seconds",
+    "keeps_answers",
     "member_of",
     "refuse_unknown",
     "split_guard_url",

@@ -34,6 +34,9 @@ def test_reasons_are_a_closed_set() -> None:
         "replayed",
         "guard_unavailable",
         "outside_memory",
+        "in_progress",
+        "outcome_unknown",
+        "answer_too_large",
     }
 
 

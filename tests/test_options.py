@@ -17,7 +17,7 @@ from tests.conftest import NOW, SECRET
 from tests.support.reference import b64
 
 RING = rs.KeyRing(SECRET)
-OPTION_NAMES = "clock, guard, leeway, max_token_bytes, metrics, mode, ttl"
+OPTION_NAMES = "clock, guard, lease, leeway, max_token_bytes, metrics, mode, ttl"
 
 
 def codec_with(**options: Any) -> rs.Codec:
@@ -244,6 +244,7 @@ DECLARED = {
     "max_token_bytes": f"default {rs.DEFAULT_MAX_TOKEN_BYTES} ({rs.DEFAULT_MAX_TOKEN_BYTES // 1024} KiB)",
     "guard": "Default ``None``",
     "clock": "when ``None``, the default",
+    "lease": f"default {rs.DEFAULT_LEASE}",
     "metrics": "by default the meter ``requeststate`` of the global provider",
 }
 

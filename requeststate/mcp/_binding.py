@@ -88,7 +88,12 @@ def arguments_digest(method: str, params: Mapping[str, Any] | None) -> str:
     arguments: Any = {}
     if method != "resources/read":
         arguments = (params or {}).get("arguments") or {}
-    return hashlib.sha256("".join(_canonical_parts(arguments, 0)).encode("ascii")).hexdigest()
+    return hashlib.sha256(canonical_json(arguments).encode("ascii")).hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as the SDK's canonical JSON: sorted keys, no spaces, ASCII escapes (ASCII text)."""
+    return "".join(_canonical_parts(value, 0))
 
 
 def boundary_tool(

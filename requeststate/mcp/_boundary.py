@@ -22,6 +22,7 @@ from requeststate._seam import Counts
 from ._binding import boundary_tool, mcpd_tool
 from ._config import BoundaryOptions, settings
 from ._install import AnyServer, install, start_with, warn_if_ephemeral
+from ._once import answer_of_error, answer_of_result, replayed, request_of
 
 logger = logging.getLogger("requeststate.mcp")
 
@@ -31,6 +32,17 @@ _INVALID_DATA: Final = {"reason": "invalid_request_state"}
 UNCHECKED_MESSAGE: Final = "requestState could not be checked (the replay guard did not answer): retry"
 """The message of -32603 for an echo the guard could not check: an outage, not a forgery."""
 _UNCHECKED_DATA: Final = {"reason": "request_state_unchecked"}
+IN_PROGRESS_MESSAGE: Final = "requestState is being redeemed by an earlier identical call: retry"
+"""The message of -32603 for an exactly-once retry while the first call runs: its answer comes later."""
+_ANSWER_UNAVAILABLE: Final = {
+    rs.Reason.OUTCOME_UNKNOWN: (
+        "requestState was redeemed by an earlier call that did not answer: its outcome is unknown"
+    ),
+    rs.Reason.ANSWER_TOO_LARGE: (
+        "requestState was redeemed by an earlier call whose answer was too large to keep"
+    ),
+}
+"""The messages of -32602 for an exactly-once retry whose first answer is not kept: never re-elicited."""
 _ROUND_FIELDS: Final = ("requestState", "inputResponses")
 _LOGGED_TARGET_CHARS: Final = 200
 
@@ -65,10 +77,14 @@ def _logged_id(ctx: ServerRequestContext[Any, Any]) -> str:
     return repr(ctx.request_id)[:_LOGGED_TARGET_CHARS]
 
 
+def _target(ctx: ServerRequestContext[Any, Any]) -> object:
+    """The target a request names (``params.uri`` for ``resources/read``, else ``params.name``), as sent."""
+    return (ctx.params or {}).get("uri" if ctx.method == "resources/read" else "name")
+
+
 def _logged_target(ctx: ServerRequestContext[Any, Any]) -> str | None:
     # The client chose it: truncated, and logged with %r so it cannot forge log lines.
-    field = "uri" if ctx.method == "resources/read" else "name"
-    value = (ctx.params or {}).get(field)
+    value = _target(ctx)
     return value[:_LOGGED_TARGET_CHARS] if isinstance(value, str) else None
 
 
@@ -114,6 +130,7 @@ class Boundary:
         self._counts: Final = config.counts
         self._claims: Final = config.codec.guard is not None
         self._guard: Final = config.guard
+        self._exactly_once: Final = config.exactly_once
         # Until the first request over HTTP, which warns once.
         self._warn_http = config.codec.keys.is_ephemeral
 
@@ -194,6 +211,8 @@ class Boundary:
                 # would burn the token of a request that never runs. It goes on without its rounds.
                 return await call_next(_with_params(ctx, _without_round(params)))
             # JSON null counts as absent, as in the SDK: dropping the field is in any client's power.
+            if self._exactly_once and (ctx.method, _target(ctx)) in self._exactly_once:
+                return await self._once(ctx, params, counts, call_next)
             state, identity = await self._open(ctx, params, counts)
             if state is None:
                 ctx = _with_params(ctx, _without_round(params))
@@ -248,6 +267,69 @@ class Boundary:
             counts.accepted(rs.Mode.of(token), self._claims)  # type: ignore[arg-type]
         return state, identity
 
+    async def _once(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: Mapping[str, Any],
+        counts: Counts | None,
+        call_next: CallNext,
+    ) -> HandlerResult:
+        """An exactly-once target's round: its first call runs the handler and keeps the answer; an
+        identical retry gets that answer, and nothing runs (docs/exactly-once.md)."""
+        try:
+            identity = self._identity(ctx)
+        except Exception:  # deny on error, as _open does
+            self._refuse(ctx, "binding_error", rs.Reason.WRONG_BINDING, counts, exc_info=True)
+            return await self._without_state(ctx, params, None, counts, call_next)
+        subject, tool = identity
+        try:
+            redemption = await self._codec.aredeem(
+                params["requestState"],
+                request=request_of(ctx.method, params, subject),
+                subject=subject,
+                tool=tool,
+            )
+        except rs.InvalidToken as refused:
+            self._refuse(ctx, refused.reason.value, refused.reason, counts)
+            return await self._without_state(ctx, params, identity, counts, call_next)
+        if counts is not None:
+            counts.accepted(redemption.claims.mode, True)
+        if redemption.answer is not None:
+            return replayed(redemption.answer)
+        ctx = _with_params(ctx, {**params, "requestState": redemption.state})
+        try:
+            result = self._seal_result(ctx, await call_next(ctx), identity, counts)
+        except MCPError as error:
+            await self._keep(ctx, redemption, answer_of_error(error))
+            raise
+        await self._keep(ctx, redemption, answer_of_result(result))
+        return result
+
+    async def _without_state(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: Mapping[str, Any],
+        identity: tuple[str, str] | None,
+        counts: Counts | None,
+        call_next: CallNext,
+    ) -> HandlerResult:
+        """A round whose state was refused, under ``on_invalid="reelicit"``: the handler asks again."""
+        ctx = _with_params(ctx, _without_round(params))
+        return self._seal_result(ctx, await call_next(ctx), identity, counts)
+
+    async def _keep(
+        self, ctx: ServerRequestContext[Any, Any], redemption: rs.Redemption[Any], answer: str
+    ) -> None:
+        if not await self._codec.akeep(redemption, answer):
+            logger.warning(
+                "requestState answer not kept (the replay guard did not answer): method=%s target=%r id=%s "
+                "pid=%d: its retries are told it is in progress, then that its outcome is unknown",
+                ctx.method,
+                _logged_target(ctx),
+                _logged_id(ctx),
+                os.getpid(),
+            )
+
     def _refuse(
         self,
         ctx: ServerRequestContext[Any, Any],
@@ -275,6 +357,18 @@ class Boundary:
             # An outage is not a forgery: the client may retry this very request, and re-eliciting
             # would ask the user again for an answer the state already holds.
             raise MCPError(code=INTERNAL_ERROR, message=UNCHECKED_MESSAGE, data=dict(_UNCHECKED_DATA))
+        if reason is rs.Reason.IN_PROGRESS:
+            # The first call runs: this very request, retried, gets its answer.
+            raise MCPError(
+                code=INTERNAL_ERROR, message=IN_PROGRESS_MESSAGE, data={"reason": "request_state_in_progress"}
+            )
+        if reason in _ANSWER_UNAVAILABLE:
+            # The action ran (or may have): asking the user again would run it twice.
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=_ANSWER_UNAVAILABLE[reason],
+                data={"reason": f"request_state_{reason.value}"},
+            )
         if self._on_invalid == "error":
             raise MCPError(code=INVALID_PARAMS, message=INVALID_MESSAGE, data=dict(_INVALID_DATA))
 

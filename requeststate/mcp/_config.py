@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final, Literal, NamedTuple, TypeAlias, cast
 
 import anyio.to_thread
@@ -11,7 +11,7 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.methods import INPUT_REQUIRED_METHODS
 
 import requeststate as rs
-from requeststate._seam import Counts
+from requeststate._seam import Counts, keeps_answers
 
 from ._binding import (
     BINDINGS,
@@ -20,6 +20,7 @@ from ._binding import (
     access_token_subject,
     authenticated_principal,
 )
+from ._once import exactly_once_targets
 
 OnInvalid: TypeAlias = Literal["error", "reelicit"]
 """What a refused echo gets: the frozen -32602 error (default), or no state (the handler asks again)."""
@@ -49,6 +50,10 @@ class BoundaryOptions(rs.CodecOptions, total=False):
     audience: str | None
     """The service identity bound into every token; ``None`` opts out. ``protect``
     defaults it to the server's name; ``bind="mcpd"`` binds none."""
+    exactly_once: Collection[str]
+    """The targets whose action runs once per state, every identical retry getting the first call's
+    answer (docs/exactly-once.md): tool names (``{"book"}``), ``"prompts/get:NAME"`` or
+    ``"resources/read:URI"``. Needs a guard (every guard of requeststate keeps answers). Default: none."""
     allow_missing_sub: bool
     """Under ``bind="mcpd"`` only: bind an access token without ``sub`` as the
     empty subject, as mcp.d does, sharing its states with anonymous users and
@@ -74,6 +79,8 @@ class BoundarySettings(NamedTuple):
     """One per input-required method; empty when nothing is counted."""
     guard: rs.Guard | rs.AsyncGuard | None
     """The guard as given (the codec's is wrapped to run off the loop): the one begun at start."""
+    exactly_once: frozenset[tuple[str, str]]
+    """The ``(method, target)`` pairs redeemed exactly once."""
 
 
 def settings(keys: rs.Keys | rs.Codec, options: BoundaryOptions) -> BoundarySettings:
@@ -96,14 +103,20 @@ def settings(keys: rs.Keys | rs.Codec, options: BoundaryOptions) -> BoundarySett
         raise ValueError("bind='mcpd' binds no audience (mcp.d does not): leave audience unset")
     if audience is not None and not isinstance(audience, str):
         raise TypeError(f"audience must be a str or None, not {type(audience).__name__}")
+    exactly_once = exactly_once_targets(options.pop("exactly_once", ()))
     given = _codec(keys, options)
+    if exactly_once and not keeps_answers(given.guard):
+        raise ValueError(
+            "exactly_once needs a guard that keeps answers (every guard of requeststate does): "
+            f"this codec has {'none' if given.guard is None else type(given.guard).__name__}"
+        )
     # The boundary counts, by method, on the codec's meter; its own codec counts nothing.
     meter = given.metrics
     codec = given.replace(guard=_for_the_loop(given.guard), metrics=None)
     counts: dict[str, Counts] = {}
     if meter is not None:
         counts = {method: Counts(meter, codec.modes, method=method) for method in INPUT_REQUIRED_METHODS}
-    return BoundarySettings(codec, on_invalid, bind, subject, audience, counts, given.guard)
+    return BoundarySettings(codec, on_invalid, bind, subject, audience, counts, given.guard, exactly_once)
 
 
 def _subject(bind: Binding, options: BoundaryOptions) -> SubjectSource | None:
@@ -153,6 +166,18 @@ class _OffLoop:
     # No learn_leeway: the guard itself learned its codec's leeway, before it was wrapped.
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         return await anyio.to_thread.run_sync(self._guard.claim, token_id, expires_at, now)
+
+    async def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        redeem = self._guard.redeem  # type: ignore[attr-defined]
+        kept: str | None = await anyio.to_thread.run_sync(
+            redeem, token_id, expires_at, now, request, lease_until
+        )
+        return kept
+
+    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        await anyio.to_thread.run_sync(self._guard.keep, token_id, request, answer)  # type: ignore[attr-defined]
 
 
 def _for_the_loop(guard: rs.Guard | rs.AsyncGuard | None) -> rs.Guard | rs.AsyncGuard | None:
