@@ -40,10 +40,15 @@ _runs = itertools.count(1)  # the action's runs in this process
 async def book(item: str, ctx: Context) -> str | InputRequiredResult:
     """Book ``item``: asks for confirmation, then books it, once per state."""
     if ctx.request_state is None:
-        ask = ElicitRequest(params=ElicitRequestFormParams(message=f"Book {item}?", requested_schema=_CONFIRM))
-        return InputRequiredResult(input_requests={"confirm": ask}, request_state=item)
+        question = ElicitRequestFormParams(message=f"Book {item}?", requested_schema=_CONFIRM)
+        return InputRequiredResult(
+            input_requests={"confirm": ElicitRequest(params=question)}, request_state=item
+        )
     reply = (ctx.input_responses or {}).get("confirm")
-    if not (isinstance(reply, ElicitResult) and reply.action == "accept" and (reply.content or {}).get("confirm")):
+    confirmed = (
+        isinstance(reply, ElicitResult) and reply.action == "accept" and (reply.content or {}).get("confirm")
+    )
+    if not confirmed:
         return f"not booked: {ctx.request_state}"
     booking = secrets.token_hex(4)  # the action: in a real server, the call that books and charges
     return f"booked {booking} runs={next(_runs)}"

@@ -1,5 +1,5 @@
-"""``protect(..., exactly_once=...)``: a tool whose action runs once per state, and whose identical retries get
-the first call's answer (docs/exactly-once.md), on the SDK's real server and client, in memory.
+"""``protect(..., exactly_once=...)``: a tool whose action runs once per state, and whose identical retries
+get the first call's answer (docs/exactly-once.md), on the SDK's real server and client, in memory.
 
 Across processes and stores, a dropped response and a killed worker: tests/test_exactly_once_fleet.py.
 """
@@ -39,8 +39,8 @@ from tests.conftest import SECRET
 pytestmark = pytest.mark.anyio
 
 TIMEOUT = 20
-YES = {"confirm": ElicitResult(action="accept", content={"confirm": True})}
-NO = {"confirm": ElicitResult(action="accept", content={"confirm": False})}
+YES: dict[str, Any] = {"confirm": ElicitResult(action="accept", content={"confirm": True})}
+NO: dict[str, Any] = {"confirm": ElicitResult(action="accept", content={"confirm": False})}
 _ASK = ElicitRequest(
     params=ElicitRequestFormParams(
         message="Book it?",
@@ -152,14 +152,14 @@ async def test_a_retry_with_other_input_responses_is_refused_as_a_replay(on_inva
             if on_invalid == "error":
                 other = await round_two(client, token, replies=YES)
             else:  # asked again: a new round one, whose state is new
-                other = await client.session.call_tool(
+                asked = await client.session.call_tool(
                     "book",
                     {"item": "room 7"},
                     allow_input_required=True,
                     request_state=token,
                     input_responses=YES,
                 )
-                other = type(other).__name__
+                other = type(asked).__name__
     expected = (INVALID_PARAMS, INVALID_MESSAGE, {"reason": "invalid_request_state"})
     assert (first, other, bookings.runs) == (
         "booked room 7 #1 confirmed=False",
@@ -192,9 +192,7 @@ async def test_a_tool_not_named_exactly_once_stays_single_use() -> None:
     ]
 
 
-async def test_a_retry_past_the_lease_of_a_first_call_that_has_not_answered_is_told_its_outcome_is_unknown() -> (
-    None
-):
+async def test_a_retry_past_the_lease_of_a_first_call_with_no_answer_is_told_its_outcome_is_unknown() -> None:
     hold = anyio.Event()
     bookings = Bookings(hold=hold, lease=1)
     with anyio.fail_after(TIMEOUT):
