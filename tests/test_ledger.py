@@ -157,3 +157,71 @@ def test_a_memory_met_first_is_not_logged_a_loss_after_one_is(caplog: pytest.Log
         f"replaced file): it began again at {NOW + 2} (unix time), and every token minted by {NOW + 7} is "
         "refused (outside_memory), as it may have been redeemed before"
     ]
+
+
+# --- exactly once -----------------------------------------------------------------------------------
+
+
+def test_an_exactly_once_claim_carries_its_request_s_digest_and_its_lease() -> None:
+    token_id = dated(NOW - 3)
+    claim = ledger().prepare_redeem(token_id, NOW + 300, NOW, "book room 7", NOW + 60)
+    assert (claim.request, claim.lease_until) == (member_of("book room 7"), NOW + 60)
+
+
+def test_a_lease_that_ends_before_now_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^lease_until must be"):
+        ledger().prepare_redeem(dated(), NOW + 300, NOW, "book", NOW - 1)
+
+
+def test_an_exactly_once_first_claim_runs_the_action() -> None:
+    rules = ledger()
+    claim = rules.prepare_redeem(dated(NOW - 94), NOW + 300, NOW, "book", NOW + 60)
+    assert rules.settle_redeem(claim, answer(Status.CLAIMED)) is None
+
+
+def test_an_identical_retry_gets_the_answer_the_store_read_back() -> None:
+    rules = ledger()
+    claim = rules.prepare_redeem(dated(), NOW + 300, NOW, "book", NOW + 60)
+    replayed = answer(Status.REPLAYED)._replace(request=member_of("book"), lease_until=NOW + 60, kept="v1e.x")
+    assert rules.settle_redeem(claim, replayed) == "v1e.x"
+
+
+@pytest.mark.parametrize(
+    ("first", "lease_until", "kept", "reason"),
+    [
+        ("book room 8", NOW + 60, "v1e.x", rs.Reason.REPLAYED),
+        ("", 0, "", rs.Reason.REPLAYED),  # the id was claimed for single use
+        ("book room 7", NOW, "", rs.Reason.IN_PROGRESS),
+        ("book room 7", NOW - 1, "", rs.Reason.OUTCOME_UNKNOWN),
+    ],
+    ids=["another-request", "single-use", "within-the-lease", "past-the-lease"],
+)
+def test_a_retry_is_refused_for_what_the_first_claim_left(
+    first: str, lease_until: int, kept: str, reason: rs.Reason
+) -> None:
+    rules = ledger()
+    claim = rules.prepare_redeem(dated(), NOW + 300, NOW, "book room 7", NOW + 60)
+    digest = member_of(first) if first else ""
+    replayed = answer(Status.REPLAYED)._replace(request=digest, lease_until=lease_until, kept=kept)
+    assert refused_reason(lambda: rules.settle_redeem(claim, replayed)) is reason
+
+
+def test_an_exactly_once_claim_is_never_refused_from_the_guard_s_memory_of_replays() -> None:
+    rules = ledger()
+    claim = rules.prepare_redeem(dated(), NOW + 300, NOW, "book", NOW + 60)
+    rules.settle_redeem(claim, answer(Status.CLAIMED, since=NOW - 100))
+    assert (rules.answered_before(claim), rules.answered_before(claim._replace(request=""))) == (False, True)
+
+
+def test_a_store_s_reply_with_a_record_is_read_and_one_of_another_shape_refused() -> None:
+    rules = ledger()
+    read = rules.read("replayed", NOW, 0, "t", "digest", NOW + 60, "v1e.x")
+    assert read == Answer("replayed", NOW, False, "t", "digest", NOW + 60, "v1e.x")
+    assert rules.read("replayed", NOW, 0, "t", None, None, None) == Answer("replayed", NOW, False, "t")
+    with pytest.raises(rs.GuardUnavailable, match="answered the claim with a reply no claim gives"):
+        rules.read("replayed", NOW, 0, "t", "digest", "soon", "")
+
+
+def test_a_kept_answer_must_be_a_sealed_token_s_text() -> None:
+    with pytest.raises(ValueError, match=r"^a kept answer is a sealed token: non-empty ASCII text$"):
+        Ledger.prepare_keep(dated(), "book", "")
