@@ -499,17 +499,19 @@ class Codec:
                 (self._answer_wire,),
                 self._keys,
                 subject,
-                answer_tool(token_id, tool),
+                answer_tool(tool),
                 now,
                 self._leeway,
                 self._max_bytes,
             )
-            answer = read_state(payload.s, Kept).answer
+            opened = read_state(payload.s, Kept)
         except InvalidToken:
             raise InvalidToken(Reason.OUTCOME_UNKNOWN) from None
-        if answer is None:
+        if opened.claim != token_id:  # a store that answered with another claim's answer
+            raise InvalidToken(Reason.OUTCOME_UNKNOWN)
+        if opened.answer is None:
             raise InvalidToken(Reason.ANSWER_TOO_LARGE)
-        return answer  # type: ignore[no-any-return]
+        return opened.answer  # type: ignore[no-any-return]
 
     def _sealed_answer(self, redemption: Redemption[Any], answer: str, now: int | None) -> tuple[str, str]:
         """The claimed id, and ``answer`` sealed for its retries: as "too large" if it does not fit."""
@@ -520,7 +522,7 @@ class Codec:
         claims = redemption.claims
         token_id = claim_id(claims.token_id, claims.minted)
         minted = now_from(now, self._clock)
-        tool = answer_tool(token_id, redemption.tool)  # type: ignore[arg-type]
+        tool = answer_tool(redemption.tool)
 
         def sealed(kept: Kept) -> str:
             random = os.urandom(self._answer_wire.nonce_bytes + TOKEN_ID_BYTES)
@@ -542,9 +544,9 @@ class Codec:
             )
 
         try:
-            return token_id, sealed(Kept(answer))  # type: ignore[return-value]
+            return token_id, sealed(Kept(token_id, answer))  # type: ignore[arg-type,return-value]
         except ValueError:  # longer than max_token_bytes: the retry is told it ran, answer too large
-            return token_id, sealed(Kept(None))  # type: ignore[return-value]
+            return token_id, sealed(Kept(token_id, None))  # type: ignore[arg-type,return-value]
 
     def _opened(
         self,

@@ -4,8 +4,10 @@
 server, the method, target, arguments and input responses) in a ``KeepingGuard``. The first
 call runs the action and keeps its answer (``Codec.keep``); an identical retry gets that answer.
 A kept answer is sealed as the state is, with the deployment's keys, always encrypted (it may
-hold what the user must not leak): a token bound to the same subject, to the claim and the
-tool (``answer_tool``), valid until the state's own expiry. An answer whose token would be
+hold what the user must not leak): a token bound to the same subject and to the tool
+(``answer_tool``), that names the claim it answers, valid until the state's own expiry. (The
+claim is in the sealed payload, not the bind tag: a bind tag per claim would fill the key ring's
+cache of bound identities, which serves every state token, with one-off entries.) An answer whose token would be
 longer than ``max_token_bytes`` is kept as "too large" (``TOO_LARGE``) and its retry is told so.
 """
 
@@ -27,14 +29,15 @@ ANSWER_CONTEXT: Final = "requeststate/answer/1"
 
 
 class Kept(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """What a kept answer's token carries: the answer, or ``None`` for one that was too large to keep."""
+    """What a kept answer's token carries: the claim it answers, and the answer (``None``: too large to keep)."""
 
+    claim: str
     answer: str | None
 
 
-def answer_tool(claim_id: str, tool: str | None) -> str:
-    """The tool a kept answer is bound to: its context, the claim it answers, and the state's tool."""
-    return json.dumps([ANSWER_CONTEXT, claim_id, tool])
+def answer_tool(tool: str | None) -> str:
+    """The tool a kept answer is bound to: its context, and the state's tool."""
+    return json.dumps([ANSWER_CONTEXT, tool])
 
 
 def answer_mode(minting: Mode) -> Mode:

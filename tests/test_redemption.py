@@ -176,5 +176,5 @@ def test_a_redemption_s_repr_shows_neither_the_state_nor_the_answer() -> None:
     assert ("secret" in text, text.startswith("Redemption(first=False, claims=Claims(")) == (False, True)
 
 
-def test_an_answer_is_bound_to_its_claim_and_tool() -> None:
-    assert answer_tool("1-ab", "book") == '["requeststate/answer/1", "1-ab", "book"]'
+def test_an_answer_is_bound_to_its_own_context_and_the_state_s_tool() -> None:
+    assert answer_tool("book") == '["requeststate/answer/1", "book"]'
