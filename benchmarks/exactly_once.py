@@ -98,7 +98,7 @@ def run(urls: Sequence[str], seconds: float) -> dict[str, dict[str, Timing]]:
 
 
 def report(results: dict[str, dict[str, Timing]]) -> str:
-    lines = ["guard     case          µs/call (median)   × decode"]
+    lines = ["guard     case          µs/call (median)   x decode"]
     for name, timings in results.items():
         base = timings["decode"].median_us
         for case in CASES:

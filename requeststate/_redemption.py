@@ -7,8 +7,8 @@ A kept answer is sealed as the state is, with the deployment's keys, always encr
 hold what the user must not leak): a token bound to the same subject and to the tool
 (``answer_tool``), that names the claim it answers, valid until the state's own expiry. (The
 claim is in the sealed payload, not the bind tag: a bind tag per claim would fill the key ring's
-cache of bound identities, which serves every state token, with one-off entries.) An answer whose token would be
-longer than ``max_token_bytes`` is kept as "too large" (``TOO_LARGE``) and its retry is told so.
+cache of bound identities, which serves every state token, with one-off entries.) An answer
+whose token would be longer than ``max_token_bytes`` is kept as "too large" and its retry is told so.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ANSWER_CONTEXT: Final = "requeststate/answer/1"
 
 
 class Kept(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """What a kept answer's token carries: the claim it answers, and the answer (``None``: too large to keep)."""
+    """What a kept answer's token carries: the claim it answers, and the answer (``None``: too large)."""
 
     claim: str
     answer: str | None
