@@ -19,6 +19,7 @@ binds all of that too, in our formats, and adds what the SDK's does not have:
 
 - a shared, rotating ``KeyRing`` (the SDK's default key dies with the process);
 - single-use tokens: a replay guard claimed after every other check;
+- exactly-once targets (``exactly_once={"book"}``): an identical retry gets the first call's answer;
 - ``mode="signed"`` or ``"xchacha"``, re-elicit on refusal (``on_invalid="reelicit"``);
 - ``bind="mcpd"``: tokens shared with mcp.d servers behind one load balancer;
 - one log line per refusal with method, target, JSON-RPC id and reason;
@@ -51,12 +52,13 @@ except ImportError as missing:
     ) from missing
 
 from ._binding import Binding, access_token_subject, arguments_digest, request_target
-from ._boundary import INVALID_MESSAGE, UNCHECKED_MESSAGE, Boundary, protect
+from ._boundary import IN_PROGRESS_MESSAGE, INVALID_MESSAGE, UNCHECKED_MESSAGE, Boundary, protect
 from ._config import BoundaryOptions, OnInvalid, SubjectSource
 from ._sdk import SDKCodec, sdk_security, use_codec
 
 __all__ = [
     "INVALID_MESSAGE",
+    "IN_PROGRESS_MESSAGE",
     "UNCHECKED_MESSAGE",
     "Binding",
     "Boundary",
