@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -28,6 +28,7 @@ from mcp_types import (
     ElicitRequestFormParams,
     ElicitResult,
     InputRequiredResult,
+    RequestParamsMeta,
     TextContent,
 )
 
@@ -165,6 +166,57 @@ async def test_a_retry_with_other_input_responses_is_refused_as_a_replay(on_inva
         "booked room 7 #1 confirmed=False",
         expected if on_invalid == "error" else "InputRequiredResult",
         ["book:room 7:False"],
+    )
+
+
+def user_in_meta(ctx: Any) -> str | None:
+    """A principal source for these tests only: the user the request's ``_meta`` names (no auth here)."""
+    user: str | None = ((ctx.params or {}).get("_meta") or {}).get("user")
+    return user
+
+
+@pytest.mark.parametrize(
+    ("item", "user"),
+    [("room 8", "alice"), ("room 7", "mallory")],
+    ids=["other-arguments", "another-principal"],
+)
+async def test_a_retry_with_other_arguments_or_by_another_principal_is_refused(item: str, user: str) -> None:
+    bookings = Bookings(subject=user_in_meta)
+
+    async def call(token: str, item: str, user: str) -> object:
+        try:
+            result = await client.session.call_tool(
+                "book",
+                {"item": item},
+                allow_input_required=True,
+                request_state=token,
+                input_responses=YES,
+                meta=cast("RequestParamsMeta", {"user": user}),
+            )
+        except MCPError as error:
+            return error.error.code, error.error.data
+        assert isinstance(result, CallToolResult)
+        assert isinstance(result.content[0], TextContent)
+        return result.content[0].text
+
+    with anyio.fail_after(TIMEOUT):
+        async with client_of(bookings) as client:
+            asked = await client.session.call_tool(
+                "book",
+                {"item": "room 7"},
+                allow_input_required=True,
+                meta=cast("RequestParamsMeta", {"user": "alice"}),
+            )
+            assert isinstance(asked, InputRequiredResult)
+            assert asked.request_state is not None
+            first = await call(asked.request_state, "room 7", "alice")
+            other = await call(asked.request_state, item, user)
+            again = await call(asked.request_state, "room 7", "alice")
+    assert (first, other, again, bookings.runs) == (
+        "booked room 7 #1 confirmed=True",
+        (INVALID_PARAMS, {"reason": "invalid_request_state"}),
+        "booked room 7 #1 confirmed=True",
+        ["book:room 7:True"],
     )
 
 
