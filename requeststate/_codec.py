@@ -237,9 +237,7 @@ class Codec:
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        return self._claims(
-            self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=True)
-        )
+        return self._claims(self._opened(token, subject, tool, now, type, raising=True))
 
     def verify(
         self,
@@ -271,7 +269,7 @@ class Codec:
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        opened = self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=True)
+        opened = self._opened(token, subject, tool, now, type, raising=True)
         return opened[0]  # type: ignore[index,no-any-return]
 
     def decode(
@@ -292,7 +290,7 @@ class Codec:
         """
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        opened = self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=False)
+        opened = self._opened(token, subject, tool, now, type, raising=False)
         return None if opened is None else opened[0]
 
     async def aopen(
@@ -309,7 +307,7 @@ class Codec:
         opened = (
             await self._aopened(token, subject, tool, now, type, raising=True)
             if self._guard_is_async
-            else self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=True)
+            else self._opened(token, subject, tool, now, type, raising=True)
         )
         return self._claims(opened)
 
@@ -327,7 +325,7 @@ class Codec:
         opened = (
             await self._aopened(token, subject, tool, now, type, raising=True)
             if self._guard_is_async
-            else self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=True)
+            else self._opened(token, subject, tool, now, type, raising=True)
         )
         return opened[0]  # type: ignore[index,no-any-return]
 
@@ -345,7 +343,7 @@ class Codec:
         opened = (
             await self._aopened(token, subject, tool, now, type, raising=False)
             if self._guard_is_async
-            else self._opened(token, subject, tool, now, type, self._guard, self._counts, raising=False)
+            else self._opened(token, subject, tool, now, type, raising=False)
         )
         return None if opened is None else opened[0]
 
@@ -382,7 +380,7 @@ class Codec:
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
         now = now_from(now, self._clock)
-        opened = self._opened(token, subject, tool, now, type, None, None, raising=True)
+        opened = self._checked(token, subject, tool, now, type, raising=True)
         _, payload, _, _ = opened  # type: ignore[misc]
         try:
             kept = redeem(
@@ -412,7 +410,7 @@ class Codec:
         """``redeem`` for asyncio servers: the checks run inline, then the guard's claim is awaited."""
         guard = self._keeping()
         now = now_from(now, self._clock)
-        opened = self._opened(token, subject, tool, now, type, None, None, raising=True)
+        opened = self._checked(token, subject, tool, now, type, raising=True)
         _, payload, _, _ = opened  # type: ignore[misc]
         try:
             kept = await aredeem(
@@ -549,42 +547,45 @@ class Codec:
             return token_id, sealed(Kept(token_id, None))  # type: ignore[arg-type,return-value]
 
     def _opened(
-        self,
-        token: object,
-        subject: object,
-        tool: object,
-        now: object,
-        type: Any,
-        guard: Guard | AsyncGuard | None,
-        counts: Counts | None,
-        *,
-        raising: bool,
+        self, token: object, subject: object, tool: object, now: object, type: Any, *, raising: bool
     ) -> _Opened | None:
-        """Every check, then ``guard``'s claim, and the count in ``counts``; ``None`` or raised if refused.
-
-        ``_aopened`` passes no guard and no counts, and awaits the claim itself.
-        """
+        """Every check, then the (sync) guard's claim, and the count; ``None`` or raised if refused."""
         now = now_from(now, self._clock)
+        opened = self._checked(token, subject, tool, now, type, raising=raising)
+        if opened is None:
+            return None
+        guard = self._guard
+        if guard is not None:
+            payload = opened[1]
+            try:
+                claim(guard, claim_id(payload.id, payload.iat), payload.exp + self._leeway, now)
+            except InvalidToken as refused:
+                self._refused(refused, raising)
+                return None
+        if self._counts is not None:
+            self._counts.accepted(self._mode_of[opened[2]], guard is not None)
+        return opened
+
+    def _checked(
+        self, token: object, subject: object, tool: object, now: int, type: Any, *, raising: bool
+    ) -> _Opened | None:
+        """Every check of the token at ``now`` (its unix second, resolved), before any guard; ``None`` or
+        raised (and counted) if refused. Nothing is counted for a token that passes."""
         try:
             payload, wire, key = open_token(
                 token, self._wires, self._keys, subject, tool, now, self._leeway, self._max_bytes
             )
-            opened = payload.s if type is None else read_state(payload.s, type), payload, wire, key
-            if guard is not None:
-                claim(guard, claim_id(payload.id, payload.iat), payload.exp + self._leeway, now)
+            return payload.s if type is None else read_state(payload.s, type), payload, wire, key
         except InvalidToken as refused:
             self._refused(refused, raising)
             return None
-        if counts is not None:
-            counts.accepted(self._mode_of[wire], guard is not None)
-        return opened
 
     async def _aopened(
         self, token: object, subject: object, tool: object, now: object, type: Any, *, raising: bool
     ) -> _Opened | None:
-        """``_opened`` with an async guard, whose claim is awaited last."""
-        now = now_from(now, self._clock)  # the claim's time is the checks'
-        opened = self._opened(token, subject, tool, now, type, None, None, raising=raising)
+        """``_opened`` with an async guard, whose claim is awaited last, at the time of the checks."""
+        now = now_from(now, self._clock)
+        opened = self._checked(token, subject, tool, now, type, raising=raising)
         if opened is None:
             return None
         _, payload, wire, _ = opened

@@ -261,6 +261,8 @@ class Ledger:
             GuardUnavailable: a time past 2**53 s, which a store cannot hold exactly.
             ValueError: ``expires_at`` is before ``now``.
         """
+        # The codec has checked this of every token it passes on (its expiry); a guard is public, and a
+        # caller of its own has not: one comparison keeps that caller from claiming an expired window.
         check_claim_window(expires_at, now)
         if not -_MAX_SECONDS <= now <= expires_at <= _MAX_SECONDS:
             raise GuardUnavailable("a time past 2**53 s, which a store cannot hold exactly")
