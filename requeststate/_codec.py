@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any, Final, TypeAlias, Unpack, cast, final
+from typing import Any, Final, NamedTuple, TypeAlias, Unpack, cast, final
 
 from ._bounds import INT64_MIN, check_int
 from ._claims import Claims
@@ -50,6 +50,23 @@ def now_from(now: object, clock: Callable[[], float] | None) -> int:
         # time.time is looked up per call, so a test's patched clock (freezegun) is seen.
         return int(time.time() if clock is None else clock())
     return check_int("now", now, INT64_MIN)
+
+
+class _Redeeming(NamedTuple):
+    """A redemption on its way: its guard's ``redeem`` arguments, and what its token was checked for."""
+
+    token_id: str | None
+    expires_at: int
+    now: int
+    request: str
+    lease_until: int
+    subject: str
+    tool: str | None
+
+    @property
+    def call(self) -> tuple[str | None, int, int, str, int]:
+        """The arguments of the guard's ``redeem``, after the guard."""
+        return self.token_id, self.expires_at, self.now, self.request, self.lease_until
 
 
 @final
@@ -379,22 +396,13 @@ class Codec:
         guard = cast("KeepingGuard", self._keeping())
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        now = now_from(now, self._clock)
-        opened = self._checked(token, subject, tool, now, type, raising=True)
-        _, payload, _, _ = opened  # type: ignore[misc]
+        opened, claimed = self._redeeming(token, subject, tool, now, type, request)
         try:
-            kept = redeem(
-                guard,
-                claim_id(payload.id, payload.iat),
-                payload.exp + self._leeway,
-                now,
-                request,
-                now + self._lease,
-            )
+            kept = redeem(guard, *claimed.call)
         except InvalidToken as refused:
             self._refused(refused, False)  # counted
             raise
-        return self._redeemed(opened, kept, request, subject, tool, now)  # type: ignore[arg-type]
+        return self._redeemed(opened, kept, claimed)
 
     async def aredeem(
         self,
@@ -409,22 +417,13 @@ class Codec:
     ) -> Redemption[T]:
         """``redeem`` for asyncio servers: the checks run inline, then the guard's claim is awaited."""
         guard = self._keeping()
-        now = now_from(now, self._clock)
-        opened = self._checked(token, subject, tool, now, type, raising=True)
-        _, payload, _, _ = opened  # type: ignore[misc]
+        opened, claimed = self._redeeming(token, subject, tool, now, type, request)
         try:
-            kept = await aredeem(
-                guard,
-                claim_id(payload.id, payload.iat),
-                payload.exp + self._leeway,
-                now,
-                request,
-                now + self._lease,
-            )
+            kept = await aredeem(guard, *claimed.call)
         except InvalidToken as refused:
             self._refused(refused, False)  # counted
             raise
-        return self._redeemed(opened, kept, request, subject, tool, now)  # type: ignore[arg-type]
+        return self._redeemed(opened, kept, claimed)
 
     def keep(self, redemption: Redemption[Any], answer: str, /, *, now: int | None = None) -> bool:
         """Keep the first call's ``answer`` (text: the result, serialised) for its token's identical retries.
@@ -473,39 +472,47 @@ class Codec:
             )
         return self._guard  # type: ignore[return-value]
 
-    def _redeemed(
-        self, opened: _Opened, kept: str | None, request: str, subject: str, tool: str | None, now: int
-    ) -> Redemption[Any]:
+    def _redeeming(
+        self, token: object, subject: object, tool: object, now: object, type: Any, request: str
+    ) -> tuple[_Opened, _Redeeming]:
+        """Every check of the token (raised if refused), and the redemption its guard is asked for."""
+        now = now_from(now, self._clock)
+        opened = self._checked(token, subject, tool, now, type, raising=True)
+        payload = opened[1]  # type: ignore[index]
+        token_id = claim_id(payload.id, payload.iat)
+        expires_at = payload.exp + self._leeway
+        return opened, _Redeeming(token_id, expires_at, now, request, now + self._lease, subject, tool)  # type: ignore[arg-type,return-value]
+
+    def _redeemed(self, opened: _Opened, kept: str | None, claimed: _Redeeming) -> Redemption[Any]:
         """The redemption of an accepted token: its claims, and the kept answer, opened, for a retry."""
-        _, payload, wire, _ = opened
         answer = None
         if kept is not None:
             try:
-                answer = self._opened_answer(kept, claim_id(payload.id, payload.iat), subject, tool, now)  # type: ignore[arg-type]
+                answer = self._opened_answer(kept, claimed)
             except InvalidToken as refused:
                 self._refused(refused, False)  # counted
                 raise
         if self._counts is not None:
-            self._counts.accepted(self._mode_of[wire], True)
-        return Redemption(self._claims(opened), answer, request, subject, tool)
+            self._counts.accepted(self._mode_of[opened[2]], True)
+        return Redemption(self._claims(opened), answer, claimed.request, claimed.subject, claimed.tool)
 
-    def _opened_answer(self, kept: str, token_id: str, subject: str, tool: str | None, now: int) -> str:
+    def _opened_answer(self, kept: str, claimed: _Redeeming) -> str:
         """The answer a retry gets, opened; ``outcome_unknown`` if it cannot be (another key ring, say)."""
         try:
             payload, _, _ = open_token(
                 kept,
                 (self._answer_wire,),
                 self._keys,
-                subject,
-                answer_tool(tool),
-                now,
+                claimed.subject,
+                answer_tool(claimed.tool),
+                claimed.now,
                 self._leeway,
                 self._max_bytes,
             )
             opened = read_state(payload.s, Kept)
         except InvalidToken:
             raise InvalidToken(Reason.OUTCOME_UNKNOWN) from None
-        if opened.claim != token_id:  # a store that answered with another claim's answer
+        if opened.claim != claimed.token_id:  # a store that answered with another claim's answer
             raise InvalidToken(Reason.OUTCOME_UNKNOWN)
         if opened.answer is None:
             raise InvalidToken(Reason.ANSWER_TOO_LARGE)

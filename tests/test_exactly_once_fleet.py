@@ -40,7 +40,7 @@ from mcp_types import (
 import requeststate as rs
 from tests.conftest import SECRET
 from tests.support import postgres_server, redis_server
-from tests.support.dropping_proxy import dropping
+from tests.support.balancer import balancing
 from tests.support.processes import free_port, serving_all
 from tests.support.reference import b64
 
@@ -142,8 +142,8 @@ def test_a_response_dropped_after_the_action_is_answered_to_the_retry_on_another
 
     async def run() -> tuple[list[str], object]:
         token = await round_one(one, "room 7")
-        with dropping(one, b"requestState") as lossy, pytest.raises(ExceptionGroup) as lost:
-            await round_two(lossy, token, "room 7")
+        with balancing([one], lose_answer_to=b"requestState") as lossy, pytest.raises(ExceptionGroup) as lost:
+            await round_two(lossy.url, token, "room 7")
         return [str(error) for error in lost.value.exceptions], await round_two(other, token, "room 7")
 
     lost, answer = bounded(run)

@@ -1,4 +1,4 @@
-"""A TCP load balancer on a loopback port, for the probe's tests of one address with several workers.
+"""A TCP load balancer on a loopback port, for the tests of one address with several workers.
 
 It places each connection it accepts on one of its backends' ports, as a layer-4 load balancer does: a
 client's requests on one connection reach one worker. ``round-robin`` places a new connection on the
@@ -33,9 +33,20 @@ class Balancer:
     placed: Counter[int] = field(default_factory=Counter)
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _pipe(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    watch: Callable[[bytes], None] | None = None,
+    cut: asyncio.Event | None = None,
+) -> None:
+    """Copy ``reader`` to ``writer``, showing each chunk to ``watch``; once ``cut`` is set, drop the rest."""
     with suppress(ConnectionError):
         while data := await reader.read(65536):
+            if watch is not None:
+                watch(data)
+            if cut is not None and cut.is_set():
+                break
             writer.write(data)
             await writer.drain()
     writer.close()
@@ -56,6 +67,7 @@ async def _serve(
     port: int,
     ready: threading.Event,
     stop: asyncio.Event,
+    lose_answer_to: bytes | None,
 ) -> None:
     place = _placer(ports, placement)
     connections: set[asyncio.Task[None]] = set()
@@ -68,7 +80,16 @@ async def _serve(
         balancer.placed[backend] += 1
         backend_reader, backend_writer = await asyncio.open_connection("127.0.0.1", backend)
         try:
-            await asyncio.gather(_pipe(client_reader, backend_writer), _pipe(backend_reader, client_writer))
+            lost = asyncio.Event()
+
+            def watch(data: bytes) -> None:
+                if lose_answer_to is not None and lose_answer_to in data:
+                    lost.set()  # before the request goes on: its answer is lost
+
+            await asyncio.gather(
+                _pipe(client_reader, backend_writer, watch=watch),
+                _pipe(backend_reader, client_writer, cut=lost),
+            )
         finally:
             for writer in (client_writer, backend_writer):
                 writer.close()
@@ -90,8 +111,15 @@ def port_of(url: str) -> int:
 
 
 @contextmanager
-def balancing(urls: Sequence[str], placement: Placement = "round-robin") -> Iterator[Balancer]:
-    """A balancer in front of the MCP ``urls`` (``http://127.0.0.1:PORT/mcp``) until the block ends."""
+def balancing(
+    urls: Sequence[str], placement: Placement = "round-robin", *, lose_answer_to: bytes | None = None
+) -> Iterator[Balancer]:
+    """A balancer in front of the MCP ``urls`` (``http://127.0.0.1:PORT/mcp``) until the block ends.
+
+    ``lose_answer_to``: once a connection's request holds these bytes (``b"requestState"``, say),
+    whatever the backend answers on it is dropped and the client's side closed: the server ran
+    the request, and its answer never arrived (a dropped connection, as a client sees one).
+    """
     ports = [port_of(url) for url in urls]
     port = free_port()
     balancer = Balancer(f"http://127.0.0.1:{port}/mcp")
@@ -100,7 +128,7 @@ def balancing(urls: Sequence[str], placement: Placement = "round-robin") -> Iter
     stop = asyncio.Event()
     thread = threading.Thread(
         target=loop.run_until_complete,
-        args=(_serve(ports, placement, balancer, port, ready, stop),),
+        args=(_serve(ports, placement, balancer, port, ready, stop, lose_answer_to),),
         daemon=True,
     )
     thread.start()
