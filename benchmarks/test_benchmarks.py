@@ -16,7 +16,7 @@ import pytest
 
 import requeststate as rs
 from benchmarks import __main__ as cli
-from benchmarks import guard_claims, guard_cost, guards, mcp_rounds
+from benchmarks import exactly_once, guard_claims, guard_cost, guards, mcp_rounds
 from benchmarks.cases import codec_cases, make_state
 from benchmarks.chart import write_chart
 from benchmarks.importtime import parse_importtime
@@ -356,3 +356,15 @@ def test_the_mcp_report_compares_every_boundary_to_the_sdks(capsys: pytest.Captu
     assert lines[0].strip().startswith("SDK boundary")
     assert lines[0].endswith("1.00x SDK boundary")
     assert lines[-1].strip().startswith("added bindings")
+
+
+def test_exactly_once_times_each_case_beside_decode_on_each_guard(tmp_path: Path) -> None:
+    results = exactly_once.run([f"sqlite:///{tmp_path / 'claims.db'}"], 0.05)
+    rows = exactly_once.report(results).splitlines()
+    assert (list(results), [list(cases) for cases in results.values()]) == (
+        ["memory", "sqlite"],
+        [list(exactly_once.CASES)] * 2,
+    )
+    assert [row.split()[:2] for row in rows[1:]] == [
+        [guard, case] for guard in ("memory", "sqlite") for case in exactly_once.CASES
+    ]
