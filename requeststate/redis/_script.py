@@ -4,7 +4,7 @@ The rules are ``requeststate``'s (``Ledger``): this module only says how Redis r
 them. A claim is one script (``CLAIM_SCRIPT``), atomic on the server, on a sorted set
 of claims (one on a single Redis, ``CLUSTER_BUCKETS`` in a cluster): each claimed id's
 SHA-256, scored by its token's expiry plus the leeway, and one **marker**, scored
-``+inf``. Nothing carries a Redis expiry: a claim is removed by a later one once its
+``+inf``. No claim carries a Redis expiry: a claim is removed by a later one once its
 token expired ``clock_skew`` ago on the verifier's clock, and an eviction policy that
 evicts only keys with an expiry (``volatile-*``) never touches a claim; one that evicts
 any key (``allkeys-*``) evicts a set with its marker, which the next claim sees as a loss.
