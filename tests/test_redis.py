@@ -639,6 +639,22 @@ def test_no_answer_fails_closed(closed_port_url: str, silent_url: str, where: st
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("where", ["unreachable", "silent"])
+def test_a_keep_that_redis_does_not_answer_is_unavailable(
+    closed_port_url: str, silent_url: str, where: str, flavour: str
+) -> None:
+    # The caller learns that the answer may not be kept (a retry may then be told outcome_unknown).
+    guard = build(flavour, closed_port_url if where == "unreachable" else silent_url, timeout=0.1)
+    try:
+        with pytest.raises(GuardUnavailable) as unavailable:
+            guard.keep(ID, "book", "answer")
+    finally:
+        guard.close()
+    cause = "ConnectionError" if where == "unreachable" else "TimeoutError"
+    assert str(unavailable.value) == f"Redis did not record the answer ({cause})"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("fault", FAULTS)
 def test_an_error_reply_fails_closed(server: Server, namespace: str, fault: str, flavour: str) -> None:
     with replying(server, fault) as url:
