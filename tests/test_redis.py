@@ -10,6 +10,7 @@ failovers and load: test_redis_fleet.py. Random faults under load: scripts/nemes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -635,6 +636,22 @@ def test_no_answer_fails_closed(closed_port_url: str, silent_url: str, where: st
     finally:
         guard.close()
     assert claimed == unrecorded("ConnectionError" if where == "unreachable" else "TimeoutError")
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("where", ["unreachable", "silent"])
+def test_a_keep_that_redis_does_not_answer_is_unavailable(
+    closed_port_url: str, silent_url: str, where: str, flavour: str
+) -> None:
+    # The caller learns that the answer may not be kept (a retry may then be told outcome_unknown).
+    guard = build(flavour, closed_port_url if where == "unreachable" else silent_url, timeout=0.1)
+    try:
+        with pytest.raises(GuardUnavailable) as unavailable:
+            guard.keep(ID, "book", "answer")
+    finally:
+        guard.close()
+    cause = "ConnectionError" if where == "unreachable" else "TimeoutError"
+    assert str(unavailable.value) == f"Redis did not record the answer ({cause})"
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -1525,26 +1542,110 @@ def test_a_cluster_guard_spreads_ids_over_1024_buckets_by_their_digest() -> None
     assert claim_location("ns", ID, 1024) == (f"ns:claims:{int(digest[:8], 16) % 1024}", digest)
 
 
-def test_the_acl_the_docs_give_is_enough_to_begin_claim_and_refuse_a_replay(server: Server) -> None:
-    # The ACL line of docs/replay-guards.md, for a user of its own and the namespace "myapp".
+@contextlib.contextmanager
+def docs_acl_url(server: Server) -> Iterator[str]:
+    """A URL for a user of its own, given the ACL line of docs/replay-guards.md (the namespace "myapp")."""
     docs = (Path(__file__).parent.parent / "docs" / "replay-guards.md").read_text()
     (line,) = [line for line in docs.splitlines() if line.startswith("ACL SETUSER guard ")]
     user, password = f"guard-{uuid.uuid4().hex}", uuid.uuid4().hex
     rules = line.split()[3:]
     assert rules[:2] == ["on", ">secret"]
     server.execute("ACL", "SETUSER", user, "on", f">{password}", *rules[2:])
-    url = server.url.replace("redis://", f"redis://{user}:{password}@")
-    # Two guards: the replay must reach Redis, which the first guard would not ask again.
-    guard, other = (RedisGuard.from_url(url, namespace="myapp", timeout=PATIENT_SECONDS) for _ in "ab")
     try:
+        yield server.url.replace("redis://", f"redis://{user}:{password}@")
+    finally:
+        server.execute("ACL", "DELUSER", user)
+
+
+def test_the_acl_the_docs_give_is_enough_to_begin_claim_and_refuse_a_replay(server: Server) -> None:
+    with docs_acl_url(server) as url:
+        # Two guards: the replay must reach Redis, which the first guard would not ask again.
+        guard, other = (RedisGuard.from_url(url, namespace="myapp", timeout=PATIENT_SECONDS) for _ in "ab")
+        try:
+            guard.begin(BEGUN)
+            token_id = minted(NOW)
+            claims = [guard.claim(token_id, NOW + 300, NOW), other.claim(token_id, NOW + 300, NOW)]
+        finally:
+            guard.close()
+            other.close()
+    assert claims == [True, False]
+
+
+def test_the_acl_the_docs_give_is_enough_to_redeem_keep_and_serve_a_retry(server: Server) -> None:
+    with (
+        docs_acl_url(server) as url,
+        contextlib.closing(RedisGuard.from_url(url, namespace="myapp", timeout=PATIENT_SECONDS)) as guard,
+    ):
         guard.begin(BEGUN)
         token_id = minted(NOW)
-        claims = [guard.claim(token_id, NOW + 300, NOW), other.claim(token_id, NOW + 300, NOW)]
+        first = guard.redeem(token_id, NOW + 300, NOW, "book", NOW + 60)
+        guard.keep(token_id, "book", "answer")
+        retry = guard.redeem(token_id, NOW + 300, NOW, "book", NOW + 60)
+    assert (first, retry) == (None, "answer")
+
+
+# --- exactly once: a claim's record -------------------------------------------------------------------
+
+
+def records_under(client: redis.Redis, namespace: str) -> list[bytes]:
+    return sorted(client.scan_iter(match=f"{namespace}:record:*"))
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_retry_whose_record_redis_dropped_is_refused_as_a_replay_and_never_runs_again(
+    redis_url: str, client: redis.Redis, namespace: str, flavour: str
+) -> None:
+    # A record evicted (volatile-* policies evict it first: it alone carries an expiry) or expired
+    # early (Redis's clock stepped forward), while its claim stays.
+    guard = begun(build(flavour, redis_url, namespace=namespace, timeout=PATIENT_SECONDS))
+    try:
+        token_id = minted(NOW)
+        assert guard.redeem(token_id, NOW + 300, NOW, "book", NOW + 60) is None
+        guard.keep(token_id, "book", "answer")
+        (record,) = records_under(client, namespace)
+        client.delete(record)
+        with pytest.raises(rs.InvalidToken) as refused:
+            guard.redeem(token_id, NOW + 300, NOW, "book", NOW + 60)
     finally:
         guard.close()
-        other.close()
-        server.execute("ACL", "DELUSER", user)
-    assert claims == [True, False]
+    assert refused.value.reason is rs.Reason.REPLAYED
+
+
+def test_a_record_goes_from_redis_when_its_claim_is_pruned(
+    redis_url: str, client: redis.Redis, namespace: str
+) -> None:
+    # The answer is kept no longer than the state's life: Redis's clock expires the record the
+    # second a claim on that clock prunes its claim (clock_skew 0: a second after the token's expiry).
+    with contextlib.closing(
+        RedisGuard.from_url(redis_url, namespace=namespace, timeout=PATIENT_SECONDS, clock_skew=0)
+    ) as guard:
+        began = guard.begin() - 1  # Redis's memory began then (its TIME, or this host's clock)
+        token_id = minted(began + 1)
+        assert guard.redeem(token_id, began + 1, began + 1, "book", began + 1) is None
+        guard.keep(token_id, "book", "answer")
+        held_while_live = len(records_under(client, namespace))
+        while int(server_time(client)) < began + 2:
+            time.sleep(0.05)
+        guard.claim(minted(began + 2), began + 300, began + 2)  # prunes the expired claim
+        assert (held_while_live, records_under(client, namespace), held(client, namespace, token_id)) == (
+            1,
+            [],
+            None,
+        )
+
+
+def server_time(client: redis.Redis) -> float:
+    seconds, micros = client.time()
+    return seconds + micros / 1e6
+
+
+def test_a_cluster_guard_with_a_closing_brace_in_its_namespace_is_built_and_refuses_to_redeem() -> None:
+    # A '}' cuts short the hash tag that puts a record in its claim's slot: the guard claims as 0.4
+    # did (a namespace that worked goes on working), and says why it keeps no answers.
+    cluster: Any = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=1)
+    guard = AsyncRedisGuard(cluster, namespace="app}")
+    with pytest.raises(ValueError, match=r"cannot keep answers on a Redis Cluster: a '\}' in it"):
+        asyncio.run(guard.redeem(minted(NOW), NOW + 300, NOW, "book", NOW + 60))
 
 
 # --- a guard's memory of Redis's answers ------------------------------------------------------------

@@ -19,10 +19,15 @@ Each claim is one Lua script, atomic on the server, on a sorted set of claims
 (one on a single Redis, 1,024 spread over a cluster's masters): the SHA-256 of
 the token id, scored by the token's expiry plus the leeway, added unless it is
 there, so that however many processes redeem the same token at once, exactly
-one wins. Token ids never reach Redis. Nothing carries a Redis expiry: a claim
+one wins. Token ids never reach Redis. No claim carries a Redis expiry: a claim
 is removed once its token expired `clock_skew` seconds ago on a verifier's
 clock, so two verifiers whose clocks differ by up to `clock_skew` never both
 accept a token.
+
+An exactly-once redemption (`redeem`, then `keep`) also writes, in the same
+script, the claim's record (the request's digest, the lease, then the answer),
+in its claim's slot; it expires when its claim is pruned, and a record gone
+sooner only refuses the retry as a replay (docs/replay-guards.md).
 
 Redis can forget or replace its memory (a restart, with or without a snapshot;
 `FLUSHALL`; a failover or a failback; an eviction; `SWAPDB`). Each set holds a

@@ -49,9 +49,30 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
         prepared = self._prepare(token_id, expires_at, now)
         if prepared is None:
             return False
-        claim, key, args = prepared
+        claim, keys, args = prepared
+        return self._ledger.settle(claim, await self._run(keys, args, now))
+
+    async def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        """Claim ``token_id`` for ``request``, exactly once; see ``RedisGuard.redeem``."""
+        claim, keys, args = self._prepare_redeem(token_id, expires_at, now, request, lease_until)
+        return self._ledger.settle_redeem(claim, await self._run(keys, args, now))
+
+    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """Keep ``answer`` for the retries of ``token_id``'s first call; see ``RedisGuard.keep``."""
+        keys, args = self._prepare_keep(token_id, request, answer)
         try:
-            answer = await self._claim_in_turn(key, args)
+            await self._in_turn(self._keep_script, keys, args)
+        except ERRORS as error:
+            raise unanswered(error, "the answer") from error
+        except TimeoutError as error:  # no turn came within the timeout
+            raise unanswered(error, "the answer") from None
+
+    async def _run(self, keys: list[str], args: tuple[int | str, ...], now: int) -> Answer:
+        """Run a claim's script; mark every bucket where its answer says their memory may be new."""
+        try:
+            answer = self._read(await self._in_turn(self._script, keys, args))
         except ERRORS as error:
             raise unanswered(error, "the claim") from error
         except TimeoutError as error:  # no turn came within the timeout
@@ -61,9 +82,10 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
                 await self._mark(now)
             except ERRORS as error:
                 log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
-        return self._ledger.settle(claim, answer)
+        return answer
 
-    async def _claim_in_turn(self, key: str, args: tuple[int | str, ...]) -> Answer:
+    async def _in_turn(self, script: Any, keys: list[str], args: tuple[int | str, ...]) -> object:
+        """``script``'s reply, run once this guard's turn comes (at most ``MAX_CONNECTIONS`` at once)."""
         turns, client = self._turns, self._client
         if turns is not None:
             async with asyncio.timeout(self._timeout):
@@ -73,7 +95,8 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
                 # Reads the slot map once, under the client's lock: concurrent first commands
                 # of a new client otherwise race to read it, and some fail.
                 await client.initialize()
-            return self._read(await self._script(keys=[key], args=args))
+            reply: object = await script(keys=keys, args=args)
+            return reply
         finally:
             if turns is not None:
                 turns.release()

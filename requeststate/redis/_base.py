@@ -7,8 +7,8 @@ from typing import Any, Final, Generic, Self, TypeAlias, TypeVar
 
 from requeststate._seam import Answer, Claim, Ledger, StoredGuard
 
-from ._buckets import bucket_key, bucket_of
-from ._script import CLAIM_SCRIPT, arguments, log, read
+from ._buckets import bucket_key, bucket_of, record_key
+from ._script import CLAIM_SCRIPT, KEEP_SCRIPT, arguments, log, read
 from ._settings import (
     DEFAULT_CLOCK_SKEW,
     DEFAULT_NAMESPACE,
@@ -22,8 +22,8 @@ __all__ = ["GuardBase"]
 
 SCANNED_FOR_0_3: Final = 10_000
 """How many keys ``begin`` looks at (on each master) for requeststate 0.3's claims: a sample, not a proof."""
-_Prepared: TypeAlias = "tuple[Claim, str, tuple[int | str, ...]]"
-"""A claim, the set it goes to, and the script's arguments."""
+_Prepared: TypeAlias = "tuple[Claim, list[str], tuple[int | str, ...]]"
+"""A claim, the script's keys (its set; and its record, for an exactly-once claim), and its arguments."""
 ClientT = TypeVar("ClientT")
 """The client a guard claims through: ``Client`` (``RedisGuard``) or ``AsyncClient`` (``AsyncRedisGuard``)."""
 
@@ -31,7 +31,17 @@ ClientT = TypeVar("ClientT")
 class GuardBase(StoredGuard, ABC, Generic[ClientT]):
     """A replay guard on a Redis client but for its I/O: the client, its settings, and the shared rules."""
 
-    __slots__ = ("_buckets", "_client", "_db", "_ledger", "_script", "_timeout", "bucket_keys")
+    __slots__ = (
+        "_buckets",
+        "_client",
+        "_db",
+        "_keep_script",
+        "_keeps_records",
+        "_ledger",
+        "_script",
+        "_timeout",
+        "bucket_keys",
+    )
 
     def __init__(
         self, client: ClientT, *, namespace: str = DEFAULT_NAMESPACE, clock_skew: int = DEFAULT_CLOCK_SKEW
@@ -49,6 +59,9 @@ class GuardBase(StoredGuard, ABC, Generic[ClientT]):
         cluster = self._check_client(client)
         self.bucket_keys = _bucket_keys(ledger.namespace, cluster)
         self._buckets = len(self.bucket_keys)
+        # On a cluster, a '}' in the namespace cuts short the hash tag that puts a claim's record in
+        # its set's slot: such a guard claims as 0.4 did, and keeps no answers.
+        self._keeps_records = not (cluster and "}" in ledger.namespace)
         self._ledger = ledger
         # The database the marker names: a SWAPDB moves a set to another one. A cluster has db 0 only.
         self._db = 0 if cluster else int(client.connection_pool.connection_kwargs.get("db", 0))  # type: ignore[attr-defined]
@@ -56,6 +69,7 @@ class GuardBase(StoredGuard, ABC, Generic[ClientT]):
         self._timeout = timeout
         # EVALSHA, and the script itself only when Redis does not have it yet (NOSCRIPT: not run).
         self._script = client.register_script(CLAIM_SCRIPT)  # type: ignore[attr-defined]
+        self._keep_script = client.register_script(KEEP_SCRIPT)  # type: ignore[attr-defined]
 
     @classmethod
     def from_url(
@@ -109,22 +123,49 @@ class GuardBase(StoredGuard, ABC, Generic[ClientT]):
             shown.append(f"clock_skew={self._ledger.clock_skew}")
         return f"{type(self).__name__}({', '.join(shown)})"
 
-    def _prepare(
-        self, token_id: str, expires_at: int, now: int
-    ) -> tuple[Claim, str, tuple[int | str, ...]] | None:
-        """The claim of ``token_id``, the set it goes to, and the script's arguments; ``None`` for a
-        replay of a claim Redis already answered to this guard (refused without a round trip)."""
+    def _prepare(self, token_id: str, expires_at: int, now: int) -> _Prepared | None:
+        """The claim of ``token_id``, the script's keys and arguments; ``None`` for a replay of a claim
+        Redis already answered to this guard (refused without a round trip)."""
         claim = self._ledger.prepare(token_id, expires_at, now)
         if self._ledger.answered_before(claim):
             return None
-        return claim, self.bucket_keys[bucket_of(claim.member, self._buckets)], self._args(claim)
+        return claim, [self._bucket(claim.member)], self._args(claim)
+
+    def _prepare_redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int
+    ) -> _Prepared:
+        """The exactly-once claim of ``token_id`` for ``request``, the script's keys and arguments (a
+        retry always asks Redis: it reads the first call's record); ``ValueError`` where the
+        namespace keeps no records."""
+        claim = self._ledger.prepare_redeem(token_id, expires_at, now, request, lease_until)
+        return claim, [self._bucket(claim.member), self._record(claim.member)], self._args(claim)
+
+    def _prepare_keep(self, token_id: str, request: str, answer: str) -> tuple[list[str], tuple[str, str]]:
+        """``KEEP_SCRIPT``'s keys (the claim's record) and arguments, to keep ``answer`` in the record of
+        ``token_id``'s claim; ``ValueError`` where the namespace keeps no records."""
+        member, digest, kept = self._ledger.prepare_keep(token_id, request, answer)
+        return [self._record(member)], (digest, kept)
+
+    def _bucket(self, member: str) -> str:
+        """The set that holds the claim whose member is ``member``."""
+        return self.bucket_keys[bucket_of(member, self._buckets)]
+
+    def _record(self, member: str) -> str:
+        """The key of the record of the exactly-once claim whose member is ``member``."""
+        if not self._keeps_records:
+            raise ValueError(
+                f"namespace {self._ledger.namespace!r} cannot keep answers on a Redis Cluster: a '}}' in it "
+                "cuts short the hash tag that puts a claim's record in its set's slot; give the exactly-once "
+                "verifiers a namespace without braces"
+            )
+        return record_key(self._ledger.namespace, self._bucket(member), member)
 
     def _marker_args(self, now: int) -> tuple[int | str, ...]:
         """The script's arguments that only write a marker, where one is missing or another memory's."""
         return self._args(self._ledger.mark(now))
 
     def _args(self, claim: Claim) -> tuple[int | str, ...]:
-        return arguments(claim, self._db)
+        return arguments(claim, self._db, self._ledger.clock_skew)
 
     def _read(self, reply: object) -> Answer:
         return read(self._ledger, reply)

@@ -1,4 +1,5 @@
-"""Where a Redis guard keeps a claim: the bucket (a sorted set) that holds the digest of its id."""
+"""Where a Redis guard keeps a claim: the bucket (a sorted set) that holds the digest of its id, and the
+key beside it that holds an exactly-once claim's record."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Final, NamedTuple
 
 from requeststate._seam import member_of
 
-__all__ = ["CLUSTER_BUCKETS", "ClaimLocation", "bucket_key", "bucket_of", "claim_location"]
+__all__ = ["CLUSTER_BUCKETS", "ClaimLocation", "bucket_key", "bucket_of", "claim_location", "record_key"]
 
 CLUSTER_BUCKETS: Final = 1024
 """How many sorted sets a cluster guard spreads its claims over (one, on a single Redis)."""
@@ -39,3 +40,13 @@ def bucket_of(member: str, buckets: int) -> int:
 def bucket_key(namespace: str, bucket: int, buckets: int) -> str:
     """The name of the ``bucket``-th of ``buckets`` sorted sets of claims."""
     return f"{namespace}:claims" if buckets == 1 else f"{namespace}:claims:{bucket}"
+
+
+def record_key(namespace: str, bucket: str, member: str) -> str:
+    """The key of the record of an exactly-once claim: its member, under the name of its set as a hash tag.
+
+    ``namespace:record:{namespace:claims:7}:<member>``: under the namespace, as every key of the
+    guard is (an ACL's ``~namespace:*`` covers it), and in the slot of the set, whose own name,
+    with no braces, hashes whole: one script reaches both.
+    """
+    return f"{namespace}:record:{{{bucket}}}:{member}"

@@ -12,6 +12,8 @@ import redis.cluster
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from requeststate._seam import Answer
+
 from ._base import GuardBase
 from ._script import CLAIM_SCRIPT, ERRORS, log, unanswered
 from ._settings import MAX_CONNECTIONS
@@ -51,9 +53,46 @@ class RedisGuard(GuardBase[Client]):
         prepared = self._prepare(token_id, expires_at, now)
         if prepared is None:
             return False
-        claim, key, args = prepared
+        claim, keys, args = prepared
+        return self._ledger.settle(claim, self._run(keys, args, now))
+
+    def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        """Claim ``token_id`` for ``request``, exactly once (``requeststate.KeepingGuard.redeem``): one
+        script, which on the first claim also writes its record (the request's digest and
+        ``lease_until``), and on a retry reads that record back.
+
+        Returns:
+            ``None`` on the first claim; the answer kept for it, on an identical retry.
+
+        Raises:
+            InvalidToken: ``replayed``, ``in_progress``, ``outcome_unknown``, ``outside_memory``.
+            GuardUnavailable: as ``claim``.
+            ValueError: as ``claim``; a lease that ends before ``now``; a cluster namespace with a
+                ``}`` (which keeps no records).
+        """
+        claim, keys, args = self._prepare_redeem(token_id, expires_at, now, request, lease_until)
+        return self._ledger.settle_redeem(claim, self._run(keys, args, now))
+
+    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """Keep ``answer`` (a sealed token) in the record of ``token_id``'s first call for ``request``,
+        if that record is there, holds ``request`` and no answer yet (``requeststate.KeepingGuard.keep``).
+
+        Raises:
+            GuardUnavailable: Redis did not answer: the answer may not be kept.
+            ValueError: an answer that is no sealed token; a cluster namespace with a ``}``.
+        """
+        keys, args = self._prepare_keep(token_id, request, answer)
         try:
-            answer = self._read(self._script(keys=[key], args=args))
+            self._keep_script(keys=keys, args=args)
+        except ERRORS as error:
+            raise unanswered(error, "the answer") from error
+
+    def _run(self, keys: list[str], args: tuple[int | str, ...], now: int) -> Answer:
+        """Run a claim's script; mark every bucket where its answer says their memory may be new."""
+        try:
+            answer = self._read(self._script(keys=keys, args=args))
         except ERRORS as error:
             raise unanswered(error, "the claim") from error
         if self._marks_every_bucket(answer):
@@ -61,7 +100,7 @@ class RedisGuard(GuardBase[Client]):
                 self._mark(now)
             except ERRORS as error:
                 log.debug("Redis Cluster buckets not all marked (%s)", type(error).__name__)
-        return self._ledger.settle(claim, answer)
+        return answer
 
     def begin(self, now: int | None = None) -> int:
         """Record in Redis that its memory of the claims begins now, where it has no record: call at start.

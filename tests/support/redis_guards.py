@@ -30,6 +30,12 @@ class Claimer(Protocol):
 
     def begin(self, now: int | None = None) -> int: ...
 
+    def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None: ...
+
+    def keep(self, token_id: str, request: str, answer: str, /) -> None: ...
+
     def learn_leeway(self, leeway: int) -> None: ...
 
     def close(self) -> None: ...
@@ -47,6 +53,16 @@ class AsyncOnALoop:
 
     def begin(self, now: int | None = None) -> int:
         return self._loop.run_until_complete(self.guard.begin(now))
+
+    def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        return self._loop.run_until_complete(
+            self.guard.redeem(token_id, expires_at, now, request, lease_until)
+        )
+
+    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        self._loop.run_until_complete(self.guard.keep(token_id, request, answer))
 
     def learn_leeway(self, leeway: int) -> None:
         self.guard.learn_leeway(leeway)
