@@ -210,6 +210,22 @@ def test_a_claim_is_pruned_once_its_token_expired_clock_skew_ago_and_not_before(
     assert members == [("kept",)]
 
 
+def test_an_answers_record_is_pruned_with_its_claim_once_its_token_expired_clock_skew_ago(
+    guards: Build, primary: Server, namespace: str
+) -> None:
+    guard = guards()
+    ready = guard.begin()
+    now = server_now(primary)
+    primary.execute(
+        "INSERT INTO requeststate_answers VALUES (%s, 'pruned', %s, 'r', 0, 'a'), "
+        "(%s, 'kept', %s, 'r', 0, 'a')",
+        namespace, now - 7, namespace, now - 3,
+    )  # fmt: skip
+    assert guard.claim(dated(ready), ready + 300, ready) is True  # prunes what expired 5 s ago
+    members = primary.execute("SELECT member FROM requeststate_answers WHERE namespace = %s", namespace)
+    assert members == [("kept",)]
+
+
 def server_now(server: Server) -> int:
     ((now,),) = server.execute("SELECT floor(extract(epoch FROM clock_timestamp()))::bigint")
     return int(str(now))
@@ -546,6 +562,29 @@ def test_a_dropped_or_truncated_table_is_a_loss_and_the_next_claim_makes_it_agai
     assert re.search(LOST, str(outcome(guard, dated(NOW), NOW + 1)))
     later = dated(NOW + 10)
     assert [outcome(guard, later, NOW + 10), outcome(guard, later, NOW + 10)] == [True, False]
+
+
+def test_a_dropped_answers_table_refuses_a_retry_as_a_replay_and_the_next_redemption_makes_it_again(
+    guards: Build, primary: Server
+) -> None:
+    # The marker does not name the answers table: its loss leaves the claims, and a retry that finds
+    # no record is refused as a replay, never run again.
+    database = f"answers_{secrets.token_hex(4)}"
+    primary.execute(f"CREATE DATABASE {database}")
+    guard = began(guards(primary.url(dbname=database)))
+    first = dated()
+    assert guard.redeem(first, EXPIRES, NOW, "book", NOW + 60) is None
+    guard.keep(first, "book", "sealed-answer")
+    primary.execute("DROP TABLE requeststate_answers", dbname=database)
+    with pytest.raises(rs.InvalidToken) as retried:
+        guard.redeem(first, EXPIRES, NOW + 1, "book", NOW + 61)
+    later = dated()
+    assert guard.redeem(later, EXPIRES, NOW + 1, "book", NOW + 61) is None
+    guard.keep(later, "book", "kept-again")
+    assert (retried.value.reason, guard.redeem(later, EXPIRES, NOW + 2, "book", NOW + 62)) == (
+        rs.Reason.REPLAYED,
+        "kept-again",
+    )
 
 
 def test_the_claims_restored_into_a_new_cluster_are_a_loss(servers: Servers, namespace: str) -> None:
