@@ -587,6 +587,36 @@ def test_a_dropped_answers_table_refuses_a_retry_as_a_replay_and_the_next_redemp
     )
 
 
+def test_a_database_from_before_exactly_once_gains_its_table_and_function_and_keeps_its_claims(
+    guards: Build, primary: Server
+) -> None:
+    # Before exactly once: no answers table, and the claim function of six arguments (a stand-in).
+    database = f"upgraded_{secrets.token_hex(4)}"
+    primary.execute(f"CREATE DATABASE {database}")
+    guard = began(guards(primary.url(dbname=database)))
+    claimed = dated()
+    assert guard.claim(claimed, EXPIRES, NOW) is True
+    primary.execute(
+        "DROP TABLE requeststate_answers;"
+        "DROP FUNCTION requeststate_claim_v1(text, text, bigint, bigint, bigint, text, text, bigint);"
+        "CREATE FUNCTION requeststate_claim_v1(text, text, bigint, bigint, bigint, text, "
+        "OUT status text, OUT since bigint, OUT began boolean, OUT terms text) "
+        "LANGUAGE sql AS $$ SELECT 'claimed', 0::bigint, false, '' $$",
+        dbname=database,
+    )
+    upgraded = guards(primary.url(dbname=database))  # a worker of this version
+    redeemed = dated()
+    assert [
+        upgraded.claim(claimed, EXPIRES, NOW),
+        upgraded.redeem(redeemed, EXPIRES, NOW, "book", NOW + 60),
+    ] == [
+        False,
+        None,
+    ]
+    upgraded.keep(redeemed, "book", "sealed-answer")
+    assert upgraded.redeem(redeemed, EXPIRES, NOW, "book", NOW + 60) == "sealed-answer"
+
+
 def test_the_claims_restored_into_a_new_cluster_are_a_loss(servers: Servers, namespace: str) -> None:
     # A new cluster (initdb) at the old one's address, given a copy of the tables (a dump restored):
     # another system identifier, so the marker names another memory.
