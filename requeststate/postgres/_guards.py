@@ -194,12 +194,14 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
 
     For a fleet of servers on several hosts that already runs PostgreSQL. Each claim is one
     call of a PL/pgSQL function, in its own transaction: the marker, pruning and the claim,
-    atomic (docs/postgres-guard.md says how). The guard creates its two tables and the
+    atomic (docs/postgres-guard.md says how). The guard creates its tables and the
     function where its first claim finds them missing. The rules are the Redis guard's: a
     database whose memory is new or was lost (a new cluster, a promoted standby, a
     point-in-time recovery, a dropped and recreated database or table) refuses every token
     minted before the loss (plus ``clock_skew``); the namespace's verifiers share one
-    ``clock_skew`` and leeway. Thread-safe, on a pool of at most ``MAX_CONNECTIONS``
+    ``clock_skew`` and leeway. An exactly-once call's record (its request's digest, its
+    lease, the answer kept) is written with its claim, in the same call, in a third table, and
+    pruned with it (``redeem``, ``keep``). Thread-safe, on a pool of at most ``MAX_CONNECTIONS``
     connections. Call ``begin()`` when the process starts (``requeststate.mcp.protect`` does).
 
     Args:

@@ -139,8 +139,10 @@ class SQLiteGuard(_SQLiteGuardBase):
     new, deleted, replaced or truncated has lost its memory, and every token minted
     before the loss (plus ``clock_skew``) is refused; the namespace's verifiers share
     one ``clock_skew`` and leeway, and a namespace with no live claim takes the terms
-    of the verifier that claims next (as a loss). Thread-safe. Call ``begin()`` when
-    the process starts (``requeststate.mcp.protect`` does).
+    of the verifier that claims next (as a loss). An exactly-once call's record (its
+    request's digest, its lease, the answer kept) is written with its claim, in the
+    same transaction, and deleted with it (``redeem``, ``keep``). Thread-safe. Call
+    ``begin()`` when the process starts (``requeststate.mcp.protect`` does).
 
     Args:
         path: the file, absolute, created ``0600`` if missing. This process's user
