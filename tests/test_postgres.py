@@ -231,7 +231,12 @@ def server_now(server: Server) -> int:
     return int(str(now))
 
 
-def test_pruning_reads_the_expiry_index_and_never_scans_the_table(servers: Servers, primary: Server) -> None:
+@pytest.mark.parametrize(
+    ("table", "record"), [("requeststate_claims", ""), ("requeststate_answers", ", 'request', 0, 'answer'")]
+)
+def test_pruning_reads_the_expiry_index_and_never_scans_the_table(
+    servers: Servers, primary: Server, table: str, record: str
+) -> None:
     # auto_explain logs the plan of every statement the claim function runs, in the server's log.
     database = f"pruned_{secrets.token_hex(4)}"
     primary.execute(f"CREATE DATABASE {database}")
@@ -239,12 +244,12 @@ def test_pruning_reads_the_expiry_index_and_never_scans_the_table(servers: Serve
     try:
         ready = guard.begin()
         primary.execute(
-            "INSERT INTO requeststate_claims SELECT CASE WHEN i %% 10 = 0 THEN 'other' ELSE 'app' END, "
-            "md5(i::text), %s - 30000 + i FROM generate_series(1, 20000) i",
+            f"INSERT INTO {table} SELECT CASE WHEN i %% 10 = 0 THEN 'other' ELSE 'app' END, "  # noqa: S608 (the test's own table names)
+            f"md5(i::text), %s - 30000 + i{record} FROM generate_series(1, 20000) i",
             server_now(primary),
             dbname=database,
         )
-        primary.execute("ANALYZE requeststate_claims", dbname=database)
+        primary.execute(f"ANALYZE {table}", dbname=database)
         for setting in (
             "session_preload_libraries = 'auto_explain'",
             "auto_explain.log_min_duration = 0",
@@ -253,17 +258,16 @@ def test_pruning_reads_the_expiry_index_and_never_scans_the_table(servers: Serve
             primary.execute(f"ALTER DATABASE {database} SET {setting}")
         guard.close()  # the next connection loads auto_explain
         logged = len(primary.log.read_text())
-        assert guard.claim(dated(ready), ready + 300, ready) is True  # prunes 100 of 18,000 expired
+        # Prunes 100 of 18,000 expired, and adds a claim and its record.
+        assert guard.redeem(dated(ready), ready + 300, ready, "book", ready + 60) is None
         plans = primary.log.read_text()[logged:]
     finally:
         guard.close()
-    delete = plans[plans.index("DELETE FROM requeststate_claims") :]
-    assert "Index Scan using requeststate_claims_by_expiry on requeststate_claims" in delete
-    assert "Seq Scan on requeststate_claims" not in plans
-    assert "Tid Scan on requeststate_claims" in delete
-    remaining = primary.execute(
-        "SELECT count(*) FROM requeststate_claims WHERE namespace = 'app'", dbname=database
-    )
+    delete = plans[plans.index(f"{table} WHERE ctid = ANY") :]  # the pruning DELETE's plan
+    assert f"Index Scan using {table}_by_expiry on {table}" in delete
+    assert f"Seq Scan on {table}" not in plans
+    assert f"Tid Scan on {table}" in delete
+    remaining = primary.execute(f"SELECT count(*) FROM {table} WHERE namespace = 'app'", dbname=database)  # noqa: S608
     assert remaining == [(18_000 - 100 + 1,)]
 
 
