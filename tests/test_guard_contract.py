@@ -200,7 +200,7 @@ def postgres_store(server: postgres_server.Server, flavour: str) -> Store:
         return OnALoop(AsyncPostgresGuard.from_url(server.url(), **options))
 
     def forget() -> None:  # the tables dropped: the marker goes with them
-        server.execute("DROP TABLE IF EXISTS requeststate_claims, requeststate_markers")
+        server.execute("DROP TABLE IF EXISTS requeststate_claims, requeststate_markers, requeststate_answers")
 
     @contextlib.contextmanager
     def silent() -> Iterator[Any]:

@@ -210,12 +210,33 @@ def test_a_claim_is_pruned_once_its_token_expired_clock_skew_ago_and_not_before(
     assert members == [("kept",)]
 
 
+def test_an_answers_record_is_pruned_with_its_claim_once_its_token_expired_clock_skew_ago(
+    guards: Build, primary: Server, namespace: str
+) -> None:
+    guard = guards()
+    ready = guard.begin()
+    now = server_now(primary)
+    primary.execute(
+        "INSERT INTO requeststate_answers VALUES (%s, 'pruned', %s, 'r', 0, 'a'), "
+        "(%s, 'kept', %s, 'r', 0, 'a')",
+        namespace, now - 7, namespace, now - 3,
+    )  # fmt: skip
+    assert guard.claim(dated(ready), ready + 300, ready) is True  # prunes what expired 5 s ago
+    members = primary.execute("SELECT member FROM requeststate_answers WHERE namespace = %s", namespace)
+    assert members == [("kept",)]
+
+
 def server_now(server: Server) -> int:
     ((now,),) = server.execute("SELECT floor(extract(epoch FROM clock_timestamp()))::bigint")
     return int(str(now))
 
 
-def test_pruning_reads_the_expiry_index_and_never_scans_the_table(servers: Servers, primary: Server) -> None:
+@pytest.mark.parametrize(
+    ("table", "record"), [("requeststate_claims", ""), ("requeststate_answers", ", 'request', 0, 'answer'")]
+)
+def test_pruning_reads_the_expiry_index_and_never_scans_the_table(
+    servers: Servers, primary: Server, table: str, record: str
+) -> None:
     # auto_explain logs the plan of every statement the claim function runs, in the server's log.
     database = f"pruned_{secrets.token_hex(4)}"
     primary.execute(f"CREATE DATABASE {database}")
@@ -223,12 +244,12 @@ def test_pruning_reads_the_expiry_index_and_never_scans_the_table(servers: Serve
     try:
         ready = guard.begin()
         primary.execute(
-            "INSERT INTO requeststate_claims SELECT CASE WHEN i %% 10 = 0 THEN 'other' ELSE 'app' END, "
-            "md5(i::text), %s - 30000 + i FROM generate_series(1, 20000) i",
+            f"INSERT INTO {table} SELECT CASE WHEN i %% 10 = 0 THEN 'other' ELSE 'app' END, "  # noqa: S608 (the test's own table names)
+            f"md5(i::text), %s - 30000 + i{record} FROM generate_series(1, 20000) i",
             server_now(primary),
             dbname=database,
         )
-        primary.execute("ANALYZE requeststate_claims", dbname=database)
+        primary.execute(f"ANALYZE {table}", dbname=database)
         for setting in (
             "session_preload_libraries = 'auto_explain'",
             "auto_explain.log_min_duration = 0",
@@ -237,17 +258,16 @@ def test_pruning_reads_the_expiry_index_and_never_scans_the_table(servers: Serve
             primary.execute(f"ALTER DATABASE {database} SET {setting}")
         guard.close()  # the next connection loads auto_explain
         logged = len(primary.log.read_text())
-        assert guard.claim(dated(ready), ready + 300, ready) is True  # prunes 100 of 18,000 expired
+        # Prunes 100 of 18,000 expired, and adds a claim and its record.
+        assert guard.redeem(dated(ready), ready + 300, ready, "book", ready + 60) is None
         plans = primary.log.read_text()[logged:]
     finally:
         guard.close()
-    delete = plans[plans.index("DELETE FROM requeststate_claims") :]
-    assert "Index Scan using requeststate_claims_by_expiry on requeststate_claims" in delete
-    assert "Seq Scan on requeststate_claims" not in plans
-    assert "Tid Scan on requeststate_claims" in delete
-    remaining = primary.execute(
-        "SELECT count(*) FROM requeststate_claims WHERE namespace = 'app'", dbname=database
-    )
+    delete = plans[plans.index(f"{table} WHERE ctid = ANY") :]  # the pruning DELETE's plan
+    assert f"Index Scan using {table}_by_expiry on {table}" in delete
+    assert f"Seq Scan on {table}" not in plans
+    assert f"Tid Scan on {table}" in delete
+    remaining = primary.execute(f"SELECT count(*) FROM {table} WHERE namespace = 'app'", dbname=database)  # noqa: S608
     assert remaining == [(18_000 - 100 + 1,)]
 
 
@@ -546,6 +566,59 @@ def test_a_dropped_or_truncated_table_is_a_loss_and_the_next_claim_makes_it_agai
     assert re.search(LOST, str(outcome(guard, dated(NOW), NOW + 1)))
     later = dated(NOW + 10)
     assert [outcome(guard, later, NOW + 10), outcome(guard, later, NOW + 10)] == [True, False]
+
+
+def test_a_dropped_answers_table_refuses_a_retry_as_a_replay_and_the_next_redemption_makes_it_again(
+    guards: Build, primary: Server
+) -> None:
+    # The marker does not name the answers table: its loss leaves the claims, and a retry that finds
+    # no record is refused as a replay, never run again.
+    database = f"answers_{secrets.token_hex(4)}"
+    primary.execute(f"CREATE DATABASE {database}")
+    guard = began(guards(primary.url(dbname=database)))
+    first = dated()
+    assert guard.redeem(first, EXPIRES, NOW, "book", NOW + 60) is None
+    guard.keep(first, "book", "sealed-answer")
+    primary.execute("DROP TABLE requeststate_answers", dbname=database)
+    with pytest.raises(rs.InvalidToken) as retried:
+        guard.redeem(first, EXPIRES, NOW + 1, "book", NOW + 61)
+    later = dated()
+    assert guard.redeem(later, EXPIRES, NOW + 1, "book", NOW + 61) is None
+    guard.keep(later, "book", "kept-again")
+    assert (retried.value.reason, guard.redeem(later, EXPIRES, NOW + 2, "book", NOW + 62)) == (
+        rs.Reason.REPLAYED,
+        "kept-again",
+    )
+
+
+def test_a_database_from_before_exactly_once_gains_its_table_and_function_and_keeps_its_claims(
+    guards: Build, primary: Server
+) -> None:
+    # Before exactly once: no answers table, and the claim function of six arguments (a stand-in).
+    database = f"upgraded_{secrets.token_hex(4)}"
+    primary.execute(f"CREATE DATABASE {database}")
+    guard = began(guards(primary.url(dbname=database)))
+    claimed = dated()
+    assert guard.claim(claimed, EXPIRES, NOW) is True
+    primary.execute(
+        "DROP TABLE requeststate_answers;"
+        "DROP FUNCTION requeststate_claim_v1(text, text, bigint, bigint, bigint, text, text, bigint);"
+        "CREATE FUNCTION requeststate_claim_v1(text, text, bigint, bigint, bigint, text, "
+        "OUT status text, OUT since bigint, OUT began boolean, OUT terms text) "
+        "LANGUAGE sql AS $$ SELECT 'claimed', 0::bigint, false, '' $$",
+        dbname=database,
+    )
+    upgraded = guards(primary.url(dbname=database))  # a worker of this version
+    redeemed = dated()
+    assert [
+        upgraded.claim(claimed, EXPIRES, NOW),
+        upgraded.redeem(redeemed, EXPIRES, NOW, "book", NOW + 60),
+    ] == [
+        False,
+        None,
+    ]
+    upgraded.keep(redeemed, "book", "sealed-answer")
+    assert upgraded.redeem(redeemed, EXPIRES, NOW, "book", NOW + 60) == "sealed-answer"
 
 
 def test_the_claims_restored_into_a_new_cluster_are_a_loss(servers: Servers, namespace: str) -> None:

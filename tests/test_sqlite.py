@@ -156,6 +156,44 @@ def test_expired_claims_are_pruned(tmp_path: Path) -> None:
         assert reading.execute("SELECT expires FROM requeststate_claims").fetchall() == [(later + 300,)]
 
 
+def test_an_answer_kept_is_deleted_with_its_claim_once_its_token_expired(tmp_path: Path) -> None:
+    path = tmp_path / "claims.db"
+    guard = guard_on(path)
+    token_id = dated()
+    guard.redeem(token_id, NOW + 10, NOW, "book", NOW + 5)
+    guard.keep(token_id, "book", "sealed-answer")
+    later = NOW + 10 + guard.clock_skew + 1
+    with contextlib.closing(sqlite3.connect(path)) as reading:
+        kept = reading.execute("SELECT kept FROM requeststate_answers").fetchall()
+        SQLiteGuard(path, clock=lambda: later).claim(dated(later), later + 300, later)
+        assert (kept, reading.execute("SELECT kept FROM requeststate_answers").fetchall()) == (
+            [("sealed-answer",)],
+            [],
+        )
+
+
+def test_a_file_whose_tables_predate_exactly_once_gains_the_answers_table_and_keeps_its_claims(
+    tmp_path: Path,
+) -> None:
+    # A file of requeststate 0.4.0 holds the markers and the claims, and no answers table.
+    path = tmp_path / "claims.db"
+    claimed = dated()
+    guard_on(path).claim(claimed, EXPIRES, NOW)
+    with contextlib.closing(sqlite3.connect(path)) as writing, writing:
+        writing.execute("DROP TABLE requeststate_answers")
+    upgraded = SQLiteGuard(path, clock=lambda: 0)  # a worker of this version, started on the file
+    redeemed = dated()
+    assert [
+        upgraded.claim(claimed, EXPIRES, NOW),
+        upgraded.redeem(redeemed, EXPIRES, NOW, "book", NOW + 60),
+    ] == [
+        False,
+        None,
+    ]
+    upgraded.keep(redeemed, "book", "sealed-answer")
+    assert upgraded.redeem(redeemed, EXPIRES, NOW, "book", NOW + 60) == "sealed-answer"
+
+
 def test_a_claim_is_held_through_clock_skew_past_its_expiry(tmp_path: Path) -> None:
     guard = guard_on(tmp_path / "claims.db")
     token_id = dated()

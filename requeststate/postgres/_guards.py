@@ -7,10 +7,11 @@ import math
 import selectors
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable
 from typing import Any, Final, Generic, Self, TypeVar, final
 
 import psycopg
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -25,7 +26,7 @@ from requeststate._seam import (
     split_guard_url,
 )
 
-from ._claim import Refused, Wait, arguments, claim_steps
+from ._claim import Refused, Steps, arguments, claim_steps, keep_steps
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -56,6 +57,9 @@ class _NoAnswer(Exception):
 _ERRORS: Final = (psycopg.Error, Refused, _NoAnswer, OSError)
 """What a claim can meet on its way, each of which refuses it (psycopg_pool's errors are psycopg's)."""
 
+
+Exchange = Callable[[pq.abc.PGconn, list[bytes | None]], Steps]
+"""What a guard runs on a connection, with its arguments: ``claim_steps`` or ``keep_steps``."""
 
 PoolT = TypeVar("PoolT", ConnectionPool, AsyncConnectionPool)
 """The pool a guard claims through: ``ConnectionPool`` (``PostgresGuard``) or ``AsyncConnectionPool``."""
@@ -154,6 +158,18 @@ class _PostgresGuardBase(StoredGuard, Generic[PoolT]):
             return None
         return claim, arguments(self.namespace, claim, claim.terms)
 
+    def _prepare_redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int
+    ) -> tuple[Claim, list[bytes | None]]:
+        """The exactly-once claim of ``token_id`` for ``request`` and the function's arguments."""
+        claim = self._ledger.prepare_redeem(token_id, expires_at, now, request, lease_until)
+        return claim, arguments(self.namespace, claim, claim.terms)
+
+    def _prepare_keep(self, token_id: str, request: str, answer: str) -> list[bytes | None]:
+        """The arguments of the statement that keeps ``answer`` for ``token_id``'s first call."""
+        keep = self._ledger.prepare_keep(token_id, request, answer)
+        return [value.encode() for value in (self.namespace, keep.member, keep.request, keep.answer)]
+
     def _mark(self, now: int | None) -> list[bytes | None]:
         claim = self._ledger.mark(int(time.time()) if now is None else now)
         return arguments(self.namespace, claim, claim.terms)
@@ -178,12 +194,14 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
 
     For a fleet of servers on several hosts that already runs PostgreSQL. Each claim is one
     call of a PL/pgSQL function, in its own transaction: the marker, pruning and the claim,
-    atomic (docs/postgres-guard.md says how). The guard creates its two tables and the
+    atomic (docs/postgres-guard.md says how). The guard creates its tables and the
     function where its first claim finds them missing. The rules are the Redis guard's: a
     database whose memory is new or was lost (a new cluster, a promoted standby, a
     point-in-time recovery, a dropped and recreated database or table) refuses every token
     minted before the loss (plus ``clock_skew``); the namespace's verifiers share one
-    ``clock_skew`` and leeway. Thread-safe, on a pool of at most ``MAX_CONNECTIONS``
+    ``clock_skew`` and leeway. An exactly-once call's record (its request's digest, its
+    lease, the answer kept) is written with its claim, in the same call, in a third table, and
+    pruned with it (``redeem``, ``keep``). Thread-safe, on a pool of at most ``MAX_CONNECTIONS``
     connections. Call ``begin()`` when the process starts (``requeststate.mcp.protect`` does).
 
     Args:
@@ -215,7 +233,31 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
         if prepared is None:
             return False
         claim, args = prepared
-        return self._ledger.settle(claim, self._run(args, "the claim"))
+        return self._ledger.settle(claim, self._read(self._run(claim_steps, args, "the claim")))
+
+    def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        """Claim ``token_id`` for ``request``, exactly once, recording with the claim the request's digest
+        and ``lease_until``: ``None`` on its first claim, else the answer kept for an identical retry
+        (``requeststate.KeepingGuard.redeem``). One call of the claim function, as ``claim``.
+
+        Raises:
+            InvalidToken: ``replayed``, ``in_progress``, ``outcome_unknown``, or as ``claim``.
+            GuardUnavailable: as ``claim``.
+        """
+        claim, args = self._prepare_redeem(token_id, expires_at, now, request, lease_until)
+        return self._ledger.settle_redeem(claim, self._read(self._run(claim_steps, args, "the claim")))
+
+    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """Keep ``answer`` in the record of ``token_id``'s first call for ``request``, if that record is
+        there and has no answer yet (``requeststate.KeepingGuard.keep``): one statement.
+
+        Raises:
+            GuardUnavailable: PostgreSQL did not answer within ``timeout``, or answered an error:
+                the answer may not be kept.
+        """
+        self._run(keep_steps, self._prepare_keep(token_id, request, answer), "the answer")
 
     def begin(self, now: int | None = None) -> int:
         """Record in the database that its memory begins now, where it has no record: call at start.
@@ -228,7 +270,9 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
             GuardUnavailable: PostgreSQL did not answer, or the namespace's verifiers use
                 another ``clock_skew`` or leeway (the message names both).
         """
-        return self._ledger.first_accepted([self._run(self._mark(now), "when its memory began")])
+        return self._ledger.first_accepted(
+            [self._read(self._run(claim_steps, self._mark(now), "when its memory began"))]
+        )
 
     def close(self) -> None:
         """Close the pool and its connections (the next claim opens a new one)."""
@@ -237,12 +281,12 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
         if pool is not None:
             pool.close()
 
-    def _run(self, args: list[bytes | None], what: str) -> Answer:
+    def _run(self, exchange: Exchange, args: list[bytes | None], what: str) -> tuple[object, ...]:
         try:
             with self._pool().connection(timeout=self._timeout) as connection:
                 deadline = time.monotonic() + self._timeout
                 try:
-                    reply = _drive(claim_steps(connection.pgconn, args), connection.pgconn.socket, deadline)
+                    reply = _drive(exchange(connection.pgconn, args), connection.pgconn.socket, deadline)
                 except Refused:
                     raise  # an error PostgreSQL answered: the connection is as good as before
                 except BaseException:
@@ -250,7 +294,7 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
                     raise
         except _ERRORS as error:
             raise self._unanswered(error, what) from error
-        return self._read(reply)
+        return reply
 
     def _pool(self) -> ConnectionPool:
         with self._lock:
@@ -282,11 +326,24 @@ class AsyncPostgresGuard(_PostgresGuardBase[AsyncConnectionPool]):
         if prepared is None:
             return False
         claim, args = prepared
-        return self._ledger.settle(claim, await self._run(args, "the claim"))
+        return self._ledger.settle(claim, self._read(await self._run(claim_steps, args, "the claim")))
+
+    async def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        """Claim ``token_id`` for ``request``, exactly once; see ``PostgresGuard.redeem``."""
+        claim, args = self._prepare_redeem(token_id, expires_at, now, request, lease_until)
+        return self._ledger.settle_redeem(claim, self._read(await self._run(claim_steps, args, "the claim")))
+
+    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """Keep ``answer`` for the retries of ``token_id``'s first call; see ``PostgresGuard.keep``."""
+        await self._run(keep_steps, self._prepare_keep(token_id, request, answer), "the answer")
 
     async def begin(self, now: int | None = None) -> int:
         """Record in the database that its memory begins now; see ``PostgresGuard.begin``."""
-        return self._ledger.first_accepted([await self._run(self._mark(now), "when its memory began")])
+        return self._ledger.first_accepted(
+            [self._read(await self._run(claim_steps, self._mark(now), "when its memory began"))]
+        )
 
     async def aclose(self) -> None:
         """Close the pool and its connections (the next claim opens a new one)."""
@@ -294,13 +351,13 @@ class AsyncPostgresGuard(_PostgresGuardBase[AsyncConnectionPool]):
         if pool is not None:
             await pool.close()
 
-    async def _run(self, args: list[bytes | None], what: str) -> Answer:
+    async def _run(self, exchange: Exchange, args: list[bytes | None], what: str) -> tuple[object, ...]:
         try:
             pool = await self._pool()
             async with pool.connection(timeout=self._timeout) as connection:
                 deadline = time.monotonic() + self._timeout
                 try:
-                    steps = claim_steps(connection.pgconn, args)
+                    steps = exchange(connection.pgconn, args)
                     reply = await _adrive(steps, connection.pgconn.socket, deadline)
                 except Refused:
                     raise
@@ -309,7 +366,7 @@ class AsyncPostgresGuard(_PostgresGuardBase[AsyncConnectionPool]):
                     raise
         except _ERRORS as error:
             raise self._unanswered(error, what) from error
-        return self._read(reply)
+        return reply
 
     async def _pool(self) -> AsyncConnectionPool:
         if self._open is None:
@@ -329,7 +386,7 @@ class AsyncPostgresGuard(_PostgresGuardBase[AsyncConnectionPool]):
         )
 
 
-def _drive(steps: Generator[Wait, None, tuple[object, ...]], fd: int, deadline: float) -> tuple[object, ...]:
+def _drive(steps: Steps, fd: int, deadline: float) -> tuple[object, ...]:
     """Run ``steps`` to their end, waiting on the socket ``fd`` as they ask, until ``deadline`` at most."""
     try:
         write = next(steps)
@@ -343,9 +400,7 @@ def _drive(steps: Generator[Wait, None, tuple[object, ...]], fd: int, deadline: 
         return done.value  # type: ignore[no-any-return]
 
 
-async def _adrive(
-    steps: Generator[Wait, None, tuple[object, ...]], fd: int, deadline: float
-) -> tuple[object, ...]:
+async def _adrive(steps: Steps, fd: int, deadline: float) -> tuple[object, ...]:
     """``_drive`` on the event loop: each wait is the loop's reader or writer on ``fd``."""
     loop = asyncio.get_running_loop()
     try:

@@ -1,13 +1,17 @@
 """The SQLite file a guard keeps its claims in: created, opened, checked, claimed in.
 
 This module says how SQLite runs the shared rules (``requeststate``'s ``Ledger``)
-atomically: one ``BEGIN IMMEDIATE`` transaction per claim, which every process on the
-host serialises on the file's lock. Two tables, shared by every namespace:
+atomically: one ``BEGIN IMMEDIATE`` transaction per claim (and per answer kept), which every
+process on the host serialises on the file's lock. Three tables, shared by every namespace:
 
 - ``requeststate_markers``: a namespace's marker (the memory it names, when that began, its
   terms);
 - ``requeststate_claims``: each claim's digest and its score (the token's expiry plus
-  the leeway), indexed by score for pruning.
+  the leeway), indexed by score for pruning;
+- ``requeststate_answers``: an exactly-once claim's record (its request's digest, its lease,
+  the answer kept for it), under the claim's digest and with its score, pruned with it. A table
+  of its own, created next to the others where a file of requeststate 0.4.0 lacks it: the
+  claims table keeps its 0.4.0 columns, and a file with claims in it upgrades in place.
 
 Every claim and every lock is in the main file: the journal is a rollback journal
 (``journal_mode=TRUNCATE``), not a write-ahead log, whose ``-wal`` and ``-shm`` files SQLite
@@ -37,7 +41,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, TypeVar
 
 from requeststate import GuardUnavailable
 from requeststate._seam import Answer, Claim, Status
@@ -51,6 +55,13 @@ SCHEMA: Final = (
     "namespace TEXT NOT NULL, member TEXT NOT NULL, expires INTEGER NOT NULL, "
     "PRIMARY KEY (namespace, member)) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS requeststate_claims_by_expiry ON requeststate_claims (namespace, expires)",
+    # A rowid table: a kept answer is up to the codec's max_token_bytes (128 KiB), which SQLite
+    # advises against in a WITHOUT ROWID table's rows.
+    "CREATE TABLE IF NOT EXISTS requeststate_answers ("
+    "namespace TEXT NOT NULL, member TEXT NOT NULL, expires INTEGER NOT NULL, "
+    "request TEXT NOT NULL, lease_until INTEGER NOT NULL, kept TEXT NOT NULL, "
+    "PRIMARY KEY (namespace, member))",
+    "CREATE INDEX IF NOT EXISTS requeststate_answers_by_expiry ON requeststate_answers (namespace, expires)",
 )
 """The tables, created on a file that lacks them (a new file, or one truncated or recreated)."""
 
@@ -63,6 +74,8 @@ MEMORY: Final = "file"
 A marker that names anything else was written by a version whose commits a crash of the
 host could undo (requeststate 0.4.0 named the host's boot): it is a loss, once.
 """
+
+_T = TypeVar("_T")
 
 # Filesystems whose locks do not serialise the processes of one host with SQLite's.
 _NETWORK_FILESYSTEMS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs"})
@@ -94,13 +107,31 @@ class SQLiteFile:
             GuardUnavailable: the file could not be opened, locked in time, or written, or it
                 is refused (a second name, another owner, writable by others).
         """
+        return self._transact(lambda connection: _run(connection, namespace, claim, terms, self._clock))
+
+    def keep(self, namespace: str, member: str, request: str, answer: str) -> None:
+        """Write ``answer`` into the record of ``member``'s claim, if it holds ``request`` and no answer yet.
+
+        Raises:
+            GuardUnavailable: as ``claim``: the answer may not be kept.
+        """
+        self._transact(
+            lambda connection: connection.execute(
+                "UPDATE requeststate_answers SET kept = ? "
+                "WHERE namespace = ? AND member = ? AND request = ? AND kept = ''",
+                (answer, namespace, member, request),
+            )
+        )
+
+    def _transact(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``work`` in one transaction on the file the path names, and commit it."""
         with self._lock:
             try:
                 try:
-                    return self._claim_once(namespace, claim, terms)
+                    return self._once(work)
                 except _Reopen:
                     self._close()
-                    return self._claim_once(namespace, claim, terms)
+                    return self._once(work)
             except GuardUnavailable:
                 self._close()
                 raise
@@ -117,7 +148,7 @@ class SQLiteFile:
         # A guard dropped unclosed closes its connection (Python 3.13 warns of one left open).
         self._close()
 
-    def _claim_once(self, namespace: str, claim: Claim, terms: str) -> Answer:
+    def _once(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         connection = self._open()
         connection.execute("BEGIN IMMEDIATE")
         try:
@@ -129,19 +160,16 @@ class SQLiteFile:
             _check_unshared(found)  # a link, an owner or a mode may have changed since the open
             if connection.execute("PRAGMA journal_mode").fetchone()[0] != JOURNAL:
                 raise _Reopen  # reopened, the file gets its journal back, or is refused
-            answer = _run(connection, namespace, claim, terms, self._clock)
+            done = work(connection)
         except BaseException:
             connection.rollback()
             raise
-        if answer.status == Status.TERMS:
-            connection.rollback()
-        else:
-            connection.commit()
+        connection.commit()  # a claim refused for its terms wrote nothing: its commit syncs nothing
         # The next claim reads the file, not pages kept from this one: SQLite trusts its cache
         # while the file's header counts as many commits and pages as it remembers, and a file
         # truncated and written again (by another worker) can count as many.
         connection.execute("PRAGMA shrink_memory")
-        return answer
+        return done
 
     def _open(self) -> sqlite3.Connection:
         if self._connection is not None:
@@ -311,13 +339,31 @@ def _run(
     connection.execute(
         "DELETE FROM requeststate_claims WHERE namespace = ? AND expires < ?", (namespace, prune_before)
     )
+    connection.execute(  # an exactly-once claim's record goes with it: the same score, the same line
+        "DELETE FROM requeststate_answers WHERE namespace = ? AND expires < ?", (namespace, prune_before)
+    )
     if not claim.member:
         return Answer(Status.MARKED, since, began_here, terms)
     added = connection.execute(
         "INSERT OR IGNORE INTO requeststate_claims (namespace, member, expires) VALUES (?, ?, ?)",
         (namespace, claim.member, claim.expires_at),
     ).rowcount
-    return Answer(Status.CLAIMED if added == 1 else Status.REPLAYED, since, began_here, terms)
+    if not claim.request:
+        return Answer(Status.CLAIMED if added == 1 else Status.REPLAYED, since, began_here, terms)
+    if added == 1:
+        # OR REPLACE: the claim was just added, so a record under its digest is not its own.
+        connection.execute(
+            "INSERT OR REPLACE INTO requeststate_answers "
+            "(namespace, member, expires, request, lease_until, kept) VALUES (?, ?, ?, ?, ?, '')",
+            (namespace, claim.member, claim.expires_at, claim.request, claim.lease_until),
+        )
+        return Answer(Status.CLAIMED, since, began_here, terms)
+    record = connection.execute(
+        "SELECT request, lease_until, kept FROM requeststate_answers WHERE namespace = ? AND member = ?",
+        (namespace, claim.member),
+    ).fetchone()
+    first, lease_until, kept = ("", 0, "") if record is None else record  # a claim of single use: none
+    return Answer(Status.REPLAYED, since, began_here, terms, first, lease_until, kept)
 
 
 def _holds_live_claim(connection: sqlite3.Connection, namespace: str, prune_before: int) -> bool:

@@ -109,6 +109,14 @@ class _SQLiteGuardBase(StoredGuard):
             return False
         return self._ledger.settle(claim, self._file.claim(self.namespace, claim, claim.terms))
 
+    def _redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int) -> str | None:
+        claim = self._ledger.prepare_redeem(token_id, expires_at, now, request, lease_until)
+        return self._ledger.settle_redeem(claim, self._file.claim(self.namespace, claim, claim.terms))
+
+    def _keep(self, token_id: str, request: str, answer: str) -> None:
+        keep = self._ledger.prepare_keep(token_id, request, answer)
+        self._file.keep(self.namespace, keep.member, keep.request, keep.answer)
+
     def _begin(self, now: int | None) -> int:
         claim = self._ledger.mark(int(time.time()) if now is None else now)
         return self._ledger.first_accepted([self._file.claim(self.namespace, claim, claim.terms)])
@@ -131,8 +139,10 @@ class SQLiteGuard(_SQLiteGuardBase):
     new, deleted, replaced or truncated has lost its memory, and every token minted
     before the loss (plus ``clock_skew``) is refused; the namespace's verifiers share
     one ``clock_skew`` and leeway, and a namespace with no live claim takes the terms
-    of the verifier that claims next (as a loss). Thread-safe. Call ``begin()`` when
-    the process starts (``requeststate.mcp.protect`` does).
+    of the verifier that claims next (as a loss). An exactly-once call's record (its
+    request's digest, its lease, the answer kept) is written with its claim, in the
+    same transaction, and deleted with it (``redeem``, ``keep``). Thread-safe. Call
+    ``begin()`` when the process starts (``requeststate.mcp.protect`` does).
 
     Args:
         path: the file, absolute, created ``0600`` if missing. This process's user
@@ -166,6 +176,28 @@ class SQLiteGuard(_SQLiteGuardBase):
         """
         return self._claim(token_id, expires_at, now)
 
+    def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        """Claim ``token_id`` for ``request``, exactly once, recording with the claim the request's digest
+        and ``lease_until``: ``None`` on its first claim, else the answer kept for an identical retry
+        (``requeststate.KeepingGuard.redeem``).
+
+        Raises:
+            InvalidToken: ``replayed``, ``in_progress``, ``outcome_unknown``, or as ``claim``.
+            GuardUnavailable: as ``claim``.
+        """
+        return self._redeem(token_id, expires_at, now, request, lease_until)
+
+    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """Keep ``answer`` in the record of ``token_id``'s first call for ``request``, if that record is in
+        the file and has no answer yet (``requeststate.KeepingGuard.keep``): one transaction.
+
+        Raises:
+            GuardUnavailable: as ``claim``: the answer may not be kept.
+        """
+        self._keep(token_id, request, answer)
+
     def begin(self, now: int | None = None) -> int:
         """Record in the file that its memory begins now, where it has no record: call at start.
 
@@ -197,6 +229,16 @@ class AsyncSQLiteGuard(_SQLiteGuardBase):
     async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
         """Record ``token_id`` until ``expires_at``; see ``SQLiteGuard.claim``."""
         return await asyncio.to_thread(self._claim, token_id, expires_at, now)
+
+    async def redeem(
+        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+    ) -> str | None:
+        """Claim ``token_id`` for ``request``, exactly once; see ``SQLiteGuard.redeem``."""
+        return await asyncio.to_thread(self._redeem, token_id, expires_at, now, request, lease_until)
+
+    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
+        """Keep ``answer`` for the retries of ``token_id``'s first call; see ``SQLiteGuard.keep``."""
+        await asyncio.to_thread(self._keep, token_id, request, answer)
 
     async def begin(self, now: int | None = None) -> int:
         """Record in the file that its memory begins now; see ``SQLiteGuard.begin``."""
