@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,22 +71,23 @@ class Fleet:
     runs: Path
     hold: Path
 
-    def ran(self) -> list[str]:
-        """The runs of the action on every worker: ``<pid> <item>`` each."""
-        return self.runs.read_text(encoding="utf-8").splitlines() if self.runs.exists() else []
+    def ran(self, item: str) -> list[str]:
+        """The runs of the action for ``item`` on every worker: ``<pid> <item>`` each."""
+        lines = self.runs.read_text(encoding="utf-8").splitlines() if self.runs.exists() else []
+        return [line for line in lines if line.split(" ", 1)[1] == item]
 
 
-@pytest.fixture(params=STORES)
-def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
-    store: str = request.param
+@contextmanager
+def started(request: pytest.FixtureRequest, store: str, directory: Path) -> Iterator[Fleet]:
+    """Two workers of tests/support/once_worker.py on a brand-new ``store``, until the block ends."""
     namespace = f"?namespace=once-{uuid.uuid4().hex}&clock_skew=0"
     if store == "redis":
         guard = f"{request.getfixturevalue('redis').url}{namespace}"
     elif store == "postgres":
         guard = f"{request.getfixturevalue('postgres').url()}{namespace}"
     else:
-        guard = f"sqlite:///{tmp_path / 'claims.db'}"
-    runs, hold = tmp_path / "runs", tmp_path / "hold"
+        guard = f"sqlite:///{directory / 'claims.db'}"
+    runs, hold = directory / "runs", directory / "hold"
     env = {name: value for name, value in os.environ.items() if not name.startswith("REQUESTSTATE_")}
     env |= {
         rs.ENV_KEYS: b64(SECRET),
@@ -102,9 +102,25 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
         servers.append(
             ([sys.executable, "-m", "uvicorn", "tests.support.once_worker:app", "--port", str(port)], port)
         )
-    with ExitStack() as stack:
-        urls = stack.enter_context(serving_all(servers, env, ROOT))
+    with serving_all(servers, env, ROOT) as urls:
         yield Fleet(urls, runs, hold)
+
+
+@pytest.fixture(scope="module")
+def fleets(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[str], Fleet]]:
+    """The fleet of a store, started on first use and kept for the module's tests that leave its workers
+    running (each test redeems items of its own)."""
+    with ExitStack() as stack:
+        running: dict[str, Fleet] = {}
+
+        def fleet(store: str) -> Fleet:
+            if store not in running:
+                running[store] = stack.enter_context(started(request, store, tmp_path_factory.mktemp(store)))
+            return running[store]
+
+        yield fleet
 
 
 async def round_one(url: str, item: str) -> str:
@@ -117,13 +133,13 @@ async def round_one(url: str, item: str) -> str:
 
 async def round_two(url: str, token: str, item: str) -> object:
     """The final round on ``url``: the tool's text, or the JSON-RPC error's (code, data reason)."""
-    try:
-        async with Client(streamable_http_client(url)) as client:
+    async with Client(streamable_http_client(url)) as client:
+        try:
             result = await client.session.call_tool(
                 "book", {"item": item}, allow_input_required=True, request_state=token, input_responses=YES
             )
-    except MCPError as error:
-        return error.error.code, (error.error.data or {}).get("reason")
+        except MCPError as error:
+            return error.error.code, (error.error.data or {}).get("reason")
     assert isinstance(result, CallToolResult)
     assert isinstance(result.content[0], TextContent)
     return result.content[0].text
@@ -137,7 +153,11 @@ def bounded(run: Any) -> Any:
     return anyio.run(within)
 
 
-def test_a_response_dropped_after_the_action_is_answered_to_the_retry_on_another_worker(fleet: Fleet) -> None:
+@pytest.mark.parametrize("store", STORES)
+def test_a_response_dropped_after_the_action_is_answered_to_the_retry_on_another_worker(
+    fleets: Callable[[str], Fleet], store: str
+) -> None:
+    fleet = fleets(store)
     one, other = fleet.urls
 
     async def run() -> tuple[list[str], object]:
@@ -147,13 +167,18 @@ def test_a_response_dropped_after_the_action_is_answered_to_the_retry_on_another
         return [str(error) for error in lost.value.exceptions], await round_two(other, token, "room 7")
 
     lost, answer = bounded(run)
-    (ran,) = fleet.ran()
+    (ran,) = fleet.ran("room 7")
     pid = ran.split()[0]
     assert lost == ["Server disconnected without sending a response."]  # the answer never arrived
     assert (answer, ran) == (f"booked room 7 by {pid}", f"{pid} room 7")
 
 
-def test_eight_identical_retries_at_once_over_both_workers_run_the_action_once(fleet: Fleet) -> None:
+@pytest.mark.parametrize("store", STORES)
+def test_eight_identical_retries_at_once_over_both_workers_run_the_action_once(
+    fleets: Callable[[str], Fleet], store: str
+) -> None:
+    fleet = fleets(store)
+
     async def run() -> tuple[list[object], object]:
         token = await round_one(fleet.urls[0], "room 8")
         answers: list[object] = []
@@ -167,29 +192,38 @@ def test_eight_identical_retries_at_once_over_both_workers_run_the_action_once(f
         return answers, await round_two(fleet.urls[1], token, "room 8")
 
     answers, last = bounded(run)
-    (ran,) = fleet.ran()
+    (ran,) = fleet.ran("room 8")
     booked = f"booked room 8 by {ran.split()[0]}"
     assert (last, sorted(set(map(str, answers)) - {str(IN_PROGRESS)})) == (booked, [booked])
 
 
+@pytest.mark.parametrize("store", STORES)
 def test_a_worker_killed_after_the_action_and_before_its_answer_leaves_a_retry_in_progress_then_unknown(
-    fleet: Fleet,
+    request: pytest.FixtureRequest, tmp_path: Path, store: str
 ) -> None:
-    fleet.hold.touch()
+    with started(request, store, tmp_path) as fleet:  # a fleet of its own: one of its workers dies
+        fleet.hold.touch()
+        killed = killed_mid_action(fleet)
+    assert killed == ([IN_PROGRESS, OUTCOME_UNKNOWN], 1)
+
+
+def killed_mid_action(fleet: Fleet) -> tuple[list[object], int]:
+    """A flow whose final round's worker is killed after the action; what the retries on the other worker
+    got, within the lease and past it, and how many times the action ran."""
     one, other = fleet.urls
 
     async def run() -> list[object]:
         token = await round_one(one, "room 9")
         async with anyio.create_task_group() as group:
             group.start_soon(round_two, one, token, "room 9")
-            while not fleet.ran():
+            while not fleet.ran("room 9"):
                 await anyio.sleep(0.05)
-            os.kill(int(fleet.ran()[0].split()[0]), signal.SIGKILL)  # after the action, before the answer
+            os.kill(
+                int(fleet.ran("room 9")[0].split()[0]), signal.SIGKILL
+            )  # after the action, before the answer
             group.cancel_scope.cancel()
         during = await round_two(other, token, "room 9")
         await anyio.sleep(3.1)  # past the lease (2 s) and its second
         return [during, await round_two(other, token, "room 9")]
 
-    started = time.monotonic()
-    assert (bounded(run), len(fleet.ran())) == ([IN_PROGRESS, OUTCOME_UNKNOWN], 1)
-    assert time.monotonic() - started < TIMEOUT
+    return bounded(run), len(fleet.ran("room 9"))
