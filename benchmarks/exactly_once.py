@@ -98,12 +98,12 @@ def run(urls: Sequence[str], seconds: float) -> dict[str, dict[str, Timing]]:
 
 
 def report(results: dict[str, dict[str, Timing]]) -> str:
-    lines = ["guard     case          µs/call (median)   x decode"]
+    lines = ["guard       case          µs/call (median)   x decode"]
     for name, timings in results.items():
         base = timings["decode"].median_us
         for case in CASES:
             median = timings[case].median_us
-            lines.append(f"{name:<9} {case:<13} {median:>16.1f}   {median / base:>8.2f}")
+            lines.append(f"{name:<11} {case:<13} {median:>16.1f}   {median / base:>8.2f}")
     return "\n".join(lines)
 
 
