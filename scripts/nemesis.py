@@ -2,13 +2,19 @@
 
 ``python -m scripts.nemesis`` starts real redis-servers on loopback (scripts/redis_servers.py) in
 three topologies (one server; a master and its replica, behind an address a failover moves; a
-cluster of three masters, each with a replica), a fourth, one SQLite file on one host, and a
-fifth, a PostgreSQL primary (scripts/postgres_servers.py), and, on each, for a bounded time:
+cluster of three masters, each with a replica), a fourth, one SQLite file on one host, a
+fifth, a PostgreSQL primary (scripts/postgres_servers.py), and two more, a PostgreSQL primary
+and its streaming standby behind an address a promotion moves (``postgres-standby``:
+asynchronous replication; ``postgres-sync-standby``: the standby synchronous,
+``synchronous_standby_names = '*'`` and ``synchronous_commit = on``), and, on each, for a
+bounded time (``--seconds``, 40 by default):
 
 - worker processes, each with its own guard (``RedisGuard``, ``SQLiteGuard``, ``PostgresGuard``)
   and its own clock offset (within
   ``clock_skew`` of each other), mint tokens on their clocks and redeem them: each token once
-  as it is minted, and again later (its own worker's replays, and other workers', shared);
+  as it is minted (or, for one token in five, 0.5 to 3 s later, as a client's next call carries
+  it: the tokens in flight when a fault strikes), and again later (its own worker's replays, and
+  other workers', shared);
 - a nemesis, seeded, injects a fault at random every few seconds: ``kill -9`` and a restart
   with or without the snapshot taken earlier (an RDB restore), ``FLUSHALL``, an eviction burst
   (``allkeys-random`` under a small ``maxmemory``), ``SIGSTOP``/``SIGCONT`` of Redis, a
@@ -21,11 +27,20 @@ fifth, a PostgreSQL primary (scripts/postgres_servers.py), and, on each, for a b
   loss: docs/sqlite-guard.md); on the SQLite file: the file deleted, replaced by a new one, or
   truncated under the running workers, and a process killed (``kill -9``) in the middle of its claims;
   on PostgreSQL: the primary killed (``immediate``, as a crash) and restarted, its claims table
-  dropped, and the primary paused (``SIGSTOP`` of every process);
+  dropped, and the primary paused (``SIGSTOP`` of every process); on a primary and its standby,
+  first each of their own faults once, then at random: the primary killed (``immediate``) and the
+  standby promoted, the workers' address moved to it, and a new standby made of it; and a
+  restore: a base backup taken, claims made after it, the primary and its standby stopped, and
+  the backup restored with archive recovery to its end (point-in-time recovery: a new
+  timeline). A backup started without archive recovery is the same memory rolled back, which
+  the guard cannot see and which would accept its replays (docs/postgres-guard.md, "Not
+  covered"): not injected;
 - every redemption is recorded in a history, and a checker counts what single use forbids: a
   token accepted twice. It reports how long after each loss a flow started after it succeeds
   again, the share of first redemptions refused as collateral, and how many claims of the
-  mismatched verifier were accepted.
+  mismatched verifier were accepted; and per kind of fault: the resume times, the tokens in
+  flight at it (minted before it struck, first redeemed after) and how many of them were
+  refused, and the replays after it of tokens accepted before it.
 
 Exit status 1 if any token was accepted twice. ``--json FILE`` writes the figures.
 """
