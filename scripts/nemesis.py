@@ -802,7 +802,8 @@ def run(topology: str, seconds: float, workers: int, seed: int, say: Callable[[s
             # Apart by more than the window a loss opens (clock_skew), so that each loss's resume
             # time is its own; now and then sooner, so that faults also overlap. The leading faults
             # just past that window, so that a 40 s run has each.
-            time.sleep(DEFAULT_CLOCK_SKEW + 2.0 if in_turn else chance.uniform(2.0, 3.0 * DEFAULT_CLOCK_SKEW))
+            gap = DEFAULT_CLOCK_SKEW + 2.0 if in_turn else chance.uniform(2.0, 3.0 * DEFAULT_CLOCK_SKEW)
+            time.sleep(min(gap, max(0.0, deadline - time.time())))  # none past the workers' end
         records: list[Redemption] = []
         for _ in processes:
             records += history.get(timeout=60)
