@@ -112,12 +112,9 @@ FAULTS = {
     "postgres-standby": ("promote", "restore-pitr"),
     "postgres-sync-standby": ("promote", "restore-pitr"),
 }
-# Faults injected first, in this order, before the random draws: the standby topologies' own, each
-# a few seconds long (it builds a new standby), so that a bounded run has each.
-LEADING_FAULTS = {
-    "postgres-standby": ("promote", "restore-pitr"),
-    "postgres-sync-standby": ("promote", "restore-pitr"),
-}
+# The topologies whose own faults come first, once each in FAULTS's order, before the random draws:
+# each of them takes seconds (it builds a new standby), so that a bounded run has each.
+OWN_FAULTS_FIRST = frozenset({"postgres-standby", "postgres-sync-standby"})
 # A paused verifier stays stopped this long past clock_skew: its clock is then that stale.
 STALE_PAST_SKEW = (1.0, 3.0)
 
@@ -780,10 +777,12 @@ def run(topology: str, seconds: float, workers: int, seed: int, say: Callable[[s
         mismatched: list[Redemption] = []
         # The workers begin the store's memory, and serve once it accepts their tokens: the faults
         # begin then (a spawned worker's imports alone take seconds on a loaded machine).
-        postgres_servers.wait_until(lambda: serving.value == workers, "the workers did not serve", 60)
+        starting = time.monotonic()
+        while serving.value < workers and time.monotonic() - starting < 60:
+            time.sleep(0.1)
         time.sleep(1.0)
         kinds = FAULTS[topology] + WORKER_FAULTS
-        leading = list(LEADING_FAULTS.get(topology, ()))
+        leading = list(FAULTS[topology]) if topology in OWN_FAULTS_FIRST else []
         while time.time() + 6 + DEFAULT_CLOCK_SKEW + STALE_PAST_SKEW[1] < deadline:
             in_turn = bool(leading)
             kind = leading.pop(0) if in_turn else chance.choice(kinds)
