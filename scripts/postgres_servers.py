@@ -35,6 +35,16 @@ PASSWORD_ROLE = "guard_with_password"  # noqa: S105 (a role's name)
 """A role that logs in with a password over TCP (scram-sha-256); every other role is trusted on loopback."""
 
 
+RECOVERY_TARGETS = (
+    "recovery_target",
+    "recovery_target_lsn",
+    "recovery_target_name",
+    "recovery_target_time",
+    "recovery_target_xid",
+)
+"""The settings that end a recovery (one at most): ``Servers.recover``'s ``targets``."""
+
+
 class PostgresUnavailable(Exception):
     """No PostgreSQL to test against."""
 
@@ -199,6 +209,13 @@ class Server:
         if rows != [(True,)]:
             raise PostgresUnavailable(f"the standby on port {self.port} was not promoted")
 
+    def reconfigure(self, **settings: str) -> None:
+        """``ALTER SYSTEM SET`` each of ``settings``, then reload: a running server's new settings."""
+        with self.connect() as connection:
+            for name, value in settings.items():
+                connection.execute(f"ALTER SYSTEM SET {name} = '{value}'".encode())
+            connection.execute("SELECT pg_reload_conf()")
+
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``immediate``: at once, as a crash, with recovery at its next start)."""
         if self.process is None or self.process.poll() is not None:
@@ -243,7 +260,8 @@ class Servers:
     def standby(self, primary: Server, *settings: str) -> Server:
         """A streaming standby of ``primary`` (``pg_basebackup -R``), started and replaying."""
         server = self._copy(primary, "standby", "-R")
-        _configure(server, *settings)
+        # A copy of a recovered server has its recovery target: a standby stopped (promoted) at it.
+        _configure(server, *(f"{target} = ''" for target in RECOVERY_TARGETS), *settings)
         self._start(server)
         wait_until(
             lambda: (
@@ -254,14 +272,16 @@ class Servers:
         )
         return server
 
-    def base_backup(self, primary: Server) -> Server:
+    def base_backup(self, primary: Server, *settings: str) -> Server:
         """A base backup of ``primary`` (WAL included), not started: ``start`` it, or recover it first."""
-        return self._copy(primary, "backup")
+        backup = self._copy(primary, "backup")
+        _configure(backup, *settings)
+        return backup
 
     def recover(self, backup: Server, **targets: str) -> Server:
         """Archive recovery of ``backup`` from its cluster's WAL archive, to ``targets``, then promotion."""
         lines = [
-            f"restore_command = 'cp {self.directory}/archive/%f %p'",
+            f"restore_command = 'cp {backup.archive}/%f %p'",
             "recovery_target_action = 'promote'",
         ]
         lines += [f"{name} = '{value}'" for name, value in targets.items()]

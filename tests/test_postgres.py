@@ -516,6 +516,32 @@ def test_a_promoted_standby_is_a_loss_refusing_tokens_minted_before_and_acceptin
     standby.stop()
 
 
+@pytest.mark.parametrize("commit", ["on", "remote_apply"])
+def test_a_promoted_synchronous_standby_refuses_the_replays_and_every_token_in_flight_as_outside_memory(
+    servers: Servers, namespace: str, commit: str
+) -> None:
+    # Every claim the primary acknowledged was on the standby first: the promotion loses none, and
+    # is a loss all the same (a new timeline): the tokens minted before it and not yet redeemed
+    # (in flight) are refused as minted before the promoted standby's memory began.
+    primary = servers.primary("fsync = on")
+    standby = servers.standby(primary)
+    primary.reconfigure(synchronous_standby_names="*", synchronous_commit=commit)
+    synchronous = "SELECT sync_state FROM pg_stat_replication"
+    deadline = time.monotonic() + 30
+    while primary.execute(synchronous) != [("sync",)]:
+        assert time.monotonic() < deadline, "the standby did not become synchronous"
+        time.sleep(0.05)
+    claimed = claimed_before(primary, namespace, 5)
+    in_flight = [dated(NOW - 30) for _ in range(5)]
+    primary.stop("immediate")  # at once after the claims' commits: no wait for the standby to catch up
+    standby.promote()
+    assert replays(standby.url(), namespace, claimed) == [False] * 5
+    assert replays(standby.url(), namespace, in_flight) == ["refused: outside_memory"] * 5
+    after = dated(NOW + 10)
+    assert replays(standby.url(), namespace, [after, after], now=NOW + 10) == [True, False]
+    standby.stop()
+
+
 def caught_up(primary: Server) -> None:
     """Wait until every standby of ``primary`` replayed all it wrote so far."""
     ((written,),) = primary.execute("SELECT pg_current_wal_lsn()")
