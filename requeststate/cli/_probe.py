@@ -39,7 +39,7 @@ def run_probe(args: argparse.Namespace) -> int:
     else:
         target = probe.Target(command=tuple(args.server_command))
         others = [target] * ((args.workers or 1) - 1)  # the command started once per worker
-    limits = {"max_targets": args.max_targets, "max_rounds": args.max_rounds}
+    limits = {"max_targets": args.max_targets, "max_rounds": args.max_rounds, "racers": args.racers}
     second = None
     if args.header2 or args.env2:
         second = probe.Target(target.command, target.url, headers=dict(args.header2), env=dict(args.env2))
@@ -52,6 +52,7 @@ def run_probe(args: argparse.Namespace) -> int:
         second=second,
         wordlists=tuple(args.wordlist),
         workers=tuple(others),
+        exactly_once=tuple(args.exactly_once),
         **{name: limit for name, limit in limits.items() if limit is not None},  # else the probe's own
     )
     return probe.run(
@@ -59,6 +60,7 @@ def run_probe(args: argparse.Namespace) -> int:
         options,
         timeout=args.timeout,
         as_json=args.json,
+        junit=args.junit,
         out=sys.stdout,
         err=sys.stderr,
         progress=sys.stderr if sys.stderr.isatty() and not args.json else None,
@@ -240,6 +242,22 @@ probe cannot run.""",
         "--single-use", action="store_true", help="FAIL, not INFO, when a state can be redeemed twice"
     )
     probe.add_argument(
+        "--racers",
+        type=_positive,
+        metavar="N",
+        help="with --single-use, send N identical redemptions of one state at once (default 8; spread "
+        "over the workers, when several): at most one may be accepted",
+    )
+    probe.add_argument(
+        "--exactly-once",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="TOOL is exactly-once (repeatable): probe it as --tool does, and check that an identical "
+        "retry of its final round gets the first call's answer, a retry with other answers is refused, "
+        "and N identical calls at once (--racers) get one answer",
+    )
+    probe.add_argument(
         "--require-confidential",
         action="store_true",
         help="FAIL, not INFO, when the client can read the state",
@@ -257,6 +275,12 @@ probe cannot run.""",
         "--json",
         action="store_true",
         help="print a JSON report instead of the table (and no progress lines)",
+    )
+    probe.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="also write the verdicts to FILE as JUnit XML, a test case per check, for a CI system",
     )
     probe.add_argument(
         "--timeout",
