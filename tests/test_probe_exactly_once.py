@@ -89,6 +89,15 @@ def test_single_use_alone_fails_the_identical_retry_as_refused() -> None:
     assert (result, re.fullmatch(pattern, detail) is not None) == ("FAIL", True), detail
 
 
+def test_retries_refused_are_not_called_a_state_accepted() -> None:
+    # Single use alone refuses the retries: it accepted nothing it should have refused.
+    report = in_process(probe_retries.server("atomic"), exactly_once=("book",))
+    assert report.headline() == (
+        "8 PASS, 2 FAIL, 0 INFO, 11 SKIP: identical retries of an exactly-once tool did not all get its "
+        "first answer"
+    )
+
+
 def test_a_flow_not_walked_to_its_end_skips_the_exactly_once_rows() -> None:
     # The gallery's wizard completes in round 3; one round walked is not its final round.
     server = gallery.protected()

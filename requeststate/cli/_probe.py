@@ -137,7 +137,12 @@ once per worker, or --workers N to start the command N times), a state minted
 by one is sent to the others and redeemed on one then another, and every check
 crosses workers; behind one URL, under --single-use, a refused replay is sent
 again over 7 new connections, which reach only the workers the balancer picks
-(with client-IP affinity, one): the report's coverage line says so.
+(with client-IP affinity, one): the report's coverage line says so. Under
+--single-use, one state is also redeemed 8 times at once (--racers N), spread
+over the workers: at most one may be accepted. --exactly-once TOOL names a
+tool that answers an identical retry with its first call's answer: its final
+round is retried identically (the same answer, or "in progress" and then
+it), with other answers (refused), and 8 times at once (one answer).
 
 A check FAILs when the server accepts: it answers with a normal result, or
 with an input-required that moves on; the row names the flaw that proves. It
@@ -152,7 +157,8 @@ unmodified state is accepted and answered differently from a first call; if
 not, it stops (exit 2), or, for a later round or another tool, leaves that
 state out and says why. So does a server that breaks the protocol or sends
 more than the probe reads (a message over 4 MiB or 50,000 JSON values). On a
-terminal, a line per check shows on stderr as it runs.
+terminal, a line per check shows on stderr as it runs; --junit FILE also
+writes the verdicts as JUnit XML, a test case per check, for a CI system.
 
 Without --tool, tools, then prompts and resources, are tried in turn with
 placeholder arguments (tools annotated destructiveHint: true are skipped), up

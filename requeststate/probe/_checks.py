@@ -23,7 +23,8 @@ Row = tuple[str, str, Callable[[], Awaitable[Verdict]]]
 
 
 def _checks(plan: Plan) -> list[Row]:
-    """The rows of one state: every check on the primary one, those that attack a state on the others."""
+    """The rows of one state: every check on the primary one, those that attack a state on the others;
+    and, on the last round walked of a tool named exactly-once, the retries of its final round."""
     checks: list[Row] = []
     if plan.primary and plan.workers:  # first: whether the later checks can cross workers
         checks += [
@@ -55,6 +56,8 @@ def _checks(plan: Plan) -> list[Row]:
             ("expiry", "state used after expiry", partial(binding.expiry, plan)),
         ]
     checks.append(("replay", "same state redeemed twice", partial(binding.replay, plan)))
+    # Whether single use is atomic is the guard's, the same for every state: once. An exactly-once
+    # tool answers identical redemptions alike instead: its own race judges them.
     if plan.primary and plan.options.single_use and not plan.exactly_once:
         racers = plan.options.racers
         checks.append(("race", f"same state redeemed {racers} times at once", partial(race.redeemed, plan)))

@@ -132,6 +132,8 @@ _NOTHING_ACCEPTED: Final = {
     "confidential": "the client can read the state",
     "fleet_shared": "a worker refused a state another worker minted",
 }
+# The checks whose FAIL is of retries answered otherwise (run again, or refused), not of a state accepted.
+_RETRIES: Final = frozenset({"exactly_once", "exactly_once_race"})
 
 
 @dataclass(frozen=True)
@@ -217,6 +219,8 @@ class Report:
         if failed and failed <= _NOTHING_ACCEPTED.keys():
             said = [said for id_, said in _NOTHING_ACCEPTED.items() if id_ in failed]
             verdict = "no attempt was accepted, but " + " and ".join(said)
+        if failed and failed <= _RETRIES:
+            verdict = "identical retries of an exactly-once tool did not all get its first answer"
         if self.exit_code == EXIT_OK and counts["WARN"]:
             verdict += ", but WARN rows prove nothing: read them"
         return f"{', '.join(shown)}: {verdict}"
