@@ -102,4 +102,8 @@ async def retried(plan: Plan) -> Verdict:
         return "ERROR", f"{sent}: every one was told in progress, none answered"
     (answer,) = answers.values()
     answered = len(got) - waiting
-    return "PASS", f"{sent}: {answered} got one answer ({answer.describe()}), {waiting} were told in progress"
+    told = "was" if waiting == 1 else "were"
+    return (
+        "PASS",
+        f"{sent}: {answered} got one answer ({answer.describe()}), {waiting} {told} told in progress",
+    )
