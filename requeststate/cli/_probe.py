@@ -245,7 +245,10 @@ probe cannot run.""",
         help="the tool's arguments as a JSON object (default: placeholders for its required properties)",
     )
     probe.add_argument(
-        "--single-use", action="store_true", help="FAIL, not INFO, when a state can be redeemed twice"
+        "--single-use",
+        action="store_true",
+        help="FAIL, not INFO, when a state can be redeemed twice; and send one state's redemptions at once "
+        "(--racers): more than one accepted FAILs",
     )
     probe.add_argument(
         "--racers",
