@@ -79,6 +79,30 @@ def test_identical_calls_at_once_that_each_run_the_action_fail_the_race() -> Non
     assert (result, re.fullmatch(pattern, detail) is not None) == ("FAIL", True), detail
 
 
+def test_an_answer_the_server_did_not_keep_is_a_warn_not_a_verdict() -> None:
+    result, detail = exactly_once(probe_retries.server("too-large"))["exactly_once"]
+    assert (result, detail) == (
+        "WARN",
+        "the server kept no answer to compare (JSON-RPC -32602 requestState was redeemed by an earlier call "
+        "whose answer was too large to keep (request_state_answer_too_large)): nothing is proven either way",
+    )
+
+
+def test_a_retry_told_in_progress_is_sent_again_until_it_gets_the_answer() -> None:
+    result, detail = exactly_once(probe_retries.server("late-keep"))["exactly_once"]
+    pattern = rf"the identical retry got the first call's answer again \({BOOKED}\)"
+    assert (result, re.fullmatch(pattern, detail) is not None) == ("PASS", True), detail
+
+
+def test_a_retry_still_in_progress_after_the_first_call_answered_fails() -> None:
+    result, detail = exactly_once(probe_retries.server("stuck"))["exactly_once"]
+    assert (result, detail) == (
+        "FAIL",
+        "the identical retry was still told in progress 5 times over 0.8 s, though the first call had "
+        "answered",
+    )
+
+
 def test_single_use_alone_fails_the_identical_retry_as_refused() -> None:
     # A guard refuses every retry: at most once, not exactly once; an answer lost is lost for good.
     result, detail = exactly_once(probe_retries.server("atomic"), single_use=True)["exactly_once"]

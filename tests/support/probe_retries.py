@@ -19,7 +19,12 @@ dict of answers keyed by the state (a request is the state, the arguments and th
   ``invalid_request_state``);
 - ``runs-again``: keeps no answer: an identical retry runs the action again;
 - ``other-answer``: an identical retry gets another answer (``already booked``), the action not run;
-- ``accepts-changed``: keeps the answer by the state alone: a retry with other answers gets it.
+- ``accepts-changed``: keeps the answer by the state alone: a retry with other answers gets it;
+- ``too-large``: keeps no answer, as of one too large to keep: a retry is told so (-32602, reason
+  ``request_state_answer_too_large``);
+- ``stuck``: never keeps the answer: a retry is told in progress, however late;
+- ``late-keep``: keeps the answer ``KEEP_LAG`` after it answered (a store written late): a retry
+  meanwhile is told in progress, then gets it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import json
 import secrets
 import sys
+import time
 from typing import Any, Final
 
 import anyio
@@ -45,10 +51,20 @@ from mcp_types import (
     TextContent,
 )
 
-EXACTLY_ONCE: Final = ("exactly-once", "runs-again", "other-answer", "accepts-changed")
+EXACTLY_ONCE: Final = (
+    "exactly-once",
+    "runs-again",
+    "other-answer",
+    "accepts-changed",
+    "too-large",
+    "stuck",
+    "late-keep",
+)
 SINGLE_USE: Final = ("atomic", "check-then-claim")
 ACTION_SECONDS: Final = 0.05
 """How long the action runs: long enough for identical calls sent at once to meet it running."""
+KEEP_LAG: Final = 0.3
+"""How long after answering a ``late-keep`` server keeps its answer."""
 STORE_SECONDS: Final = 0.01
 """A store's round trip, between a check-then-claim guard's check and its claim."""
 _CONFIRM: Final = ElicitRequest(
@@ -87,6 +103,7 @@ class ByHand:
             str, tuple[str, CallToolResult | None]
         ] = {}  # state -> request, answer (None: running)
         self.runs = 0
+        self.late: dict[str, tuple[float, CallToolResult]] = {}  # state -> when its answer is kept, and it
 
     async def _book(self, item: object) -> CallToolResult:
         await anyio.sleep(ACTION_SECONDS)
@@ -116,11 +133,22 @@ class ByHand:
         if state not in self.kept:
             self.kept[state] = (request, None)
             booked = await self._book(arguments.get("item"))
-            self.kept[state] = (request, booked)
+            if self.kind == "late-keep":
+                self.late[state] = (time.monotonic() + KEEP_LAG, booked)
+            elif self.kind != "stuck":
+                self.kept[state] = (request, booked)
             return booked
         first, answer = self.kept[state]
+        if state in self.late and time.monotonic() >= self.late[state][0]:
+            answer = self.late[state][1]
         if first != request and self.kind != "accepts-changed":
             raise _invalid()
+        if self.kind == "too-large":
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="requestState was redeemed by an earlier call whose answer was too large to keep",
+                data={"reason": "request_state_answer_too_large"},
+            )
         if self.kind == "runs-again":
             return await self._book(arguments.get("item"))
         if answer is None:
