@@ -59,6 +59,11 @@ class ProbeKeywords(TypedDict, total=False):
     """The most tools, prompts and resources probed (``ProbeOptions.max_targets``); ``None``: its default."""
     max_rounds: int | None
     """The most rounds of each probed (``ProbeOptions.max_rounds``); ``None``: its default."""
+    exactly_once: str | Sequence[str] | None
+    """The exactly-once tool, or tools (``ProbeOptions.exactly_once``): each probed, and its final round
+    retried; ``None``: none."""
+    racers: int | None
+    """Identical redemptions of one state sent at once (``ProbeOptions.racers``); ``None``: its default."""
     headers: Mapping[str, str] | None
     """HTTP headers, for a URL only."""
     env: Mapping[str, str] | None
@@ -93,8 +98,9 @@ class RequestStateProbe:
         ``env``), a URL (``http://`` or ``https://``, streamable HTTP, with ``headers``), or a
         ``requeststate.probe.Target``; or a list of them, the workers of one deployment (a list
         of URLs, of commands, of server objects sharing their keys): states cross between them.
-        ``tool`` (one name or several), ``arguments``, ``single_use``, ``require_confidential``,
-        ``ttl``, ``wordlists``, ``max_targets`` and ``max_rounds`` are those of
+        ``tool`` and ``exactly_once`` (one name or several), ``arguments``, ``single_use``,
+        ``require_confidential``, ``ttl``, ``wordlists``, ``max_targets``, ``max_rounds`` and
+        ``racers`` are those of
         ``requeststate.probe.ProbeOptions``; ``second`` is the same server as another user
         (any form ``server`` takes), for the other-user check. ``timeout`` bounds the probe's
         own work (``requeststate.probe.DEFAULT_TIMEOUT`` by default); the expiry check's wait
@@ -119,9 +125,14 @@ class RequestStateProbe:
         from requeststate import probe
 
         target, *workers = _targets(server, keywords.headers, keywords.env)
-        limits = {"max_targets": keywords.max_targets, "max_rounds": keywords.max_rounds}
+        limits = {
+            "max_targets": keywords.max_targets,
+            "max_rounds": keywords.max_rounds,
+            "racers": keywords.racers,
+        }
         options = probe.ProbeOptions(
-            tools=(keywords.tool,) if isinstance(keywords.tool, str) else tuple(keywords.tool or ()),
+            tools=_names(keywords.tool),
+            exactly_once=_names(keywords.exactly_once),
             arguments=keywords.arguments,
             single_use=keywords.single_use,
             require_confidential=keywords.require_confidential,
@@ -151,6 +162,8 @@ class _Keywords:
     timeout: float | None = None
     max_targets: int | None = None
     max_rounds: int | None = None
+    exactly_once: str | Sequence[str] | None = None
+    racers: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.wordlists, str | Path):  # one path would be read as paths of one letter each
@@ -161,6 +174,11 @@ class _Keywords:
         from requeststate.probe import DEFAULT_TIMEOUT
 
         return DEFAULT_TIMEOUT if self.timeout is None else self.timeout
+
+
+def _names(names: str | Sequence[str] | None) -> tuple[str, ...]:
+    """One tool's name, or several, as the probe takes them."""
+    return (names,) if isinstance(names, str) else tuple(names or ())
 
 
 def _targets(

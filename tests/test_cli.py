@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -19,9 +20,11 @@ import requeststate as rs
 from requeststate._base64 import b64decode
 from requeststate.cli import main
 from requeststate.cli._demo import run_demo
+from requeststate.cli._probe import add_probe
 from tests.conftest import NOW, OTHER_SECRET, SECRET
 from tests.support.reference import b64
 
+ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
 KEY_ENV = {"TEST_KEYS": b64(SECRET)}
 
@@ -936,3 +939,29 @@ def test_inspect_of_a_signed_token_expired_and_of_another_identity_says_wrong_bi
     minted = token("signed")
     args = (minted, "--key-env", "TEST_KEYS", "--subject", "bob", "--tool", "book", "--now", str(NOW + 400))
     assert inspect_json(*args, env=KEY_ENV) == (1, refused_json(minted, "TEST_KEYS", "wrong_binding"))
+
+
+def test_docs_name_every_option_of_probe_help() -> None:
+    # Catches: an option added to `requeststate probe` (or renamed) that docs/cli.md's table omits.
+    parser = argparse.ArgumentParser()
+    add_probe(parser.add_subparsers())
+    (probe,) = (action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    offered = {
+        option
+        for action in probe.choices["probe"]._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+    section = (
+        (ROOT / "docs" / "cli.md")
+        .read_text(encoding="utf-8")
+        .partition("\n## probe\n")[2]
+        .partition("\n## ")[0]
+    )
+    documented = {
+        option
+        for row in re.findall(r"^\| (`-.*?) \|", section, re.MULTILINE)
+        for option in re.findall(r"`(--[a-z0-9-]+)", row)
+        if option != "--"
+    }
+    assert documented == offered

@@ -60,6 +60,7 @@ from tests.support import probe_gallery as gallery
 from tests.support import probe_schemes as schemes
 from tests.support import probe_server, processes
 from tests.support.memory_guard import memory_guard
+from tests.support.probe_in_process import in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = shutil.which("requeststate", path=str(Path(sys.executable).parent))
@@ -100,30 +101,6 @@ TAMPERING = [
     "prefix_swapped",
 ]
 FORGERY = ["forged", "rehashed", "guessed_key", "alg_none"]
-
-
-def in_process(server: object, **options: Any) -> probe.Report:
-    """Probe an in-process server (the SDK's memory transport): no subprocess, no port.
-
-    The first round of each tool alone, unless ``max_rounds`` is given: most tests read the rows of
-    the first state, and a later round's would only cost time (``EVERY_ROUND`` probes them all).
-
-    The server's logs are off meanwhile: the gallery's crashing handlers would render a traceback
-    each (slowly), and the probe's report is what the tests read.
-    """
-
-    async def run() -> probe.Report:
-        target = probe.Target(server=server)
-        chosen = probe.ProbeOptions(**{"max_rounds": 1, **options})
-        return await probe.probe(target, chosen, server_log=io.StringIO(), timeout=60)
-
-    logger = logging.getLogger("mcp")
-    saved = logger.level
-    logger.setLevel(logging.CRITICAL + 1)
-    try:
-        return anyio.run(run)
-    finally:
-        logger.setLevel(saved)
 
 
 EVERY_ROUND = probe.ProbeOptions().max_rounds
@@ -908,6 +885,14 @@ def test_insecure_server_strict_json_report_fails_each_flaw_with_its_evidence(in
             "detail": f"the second redemption is {ACCEPTED}",
         },
         {
+            "id": "race",
+            "name": "same state redeemed 8 times at once",
+            "result": "FAIL",
+            "flaw": FLAWS["race"],
+            "detail": "8 identical redemptions of one state sent at once over one connection: "
+            "8 were accepted",
+        },
+        {
             "id": "confidential",
             "name": "state hidden from the client",
             "result": "FAIL",
@@ -920,7 +905,7 @@ def test_insecure_server_strict_json_report_fails_each_flaw_with_its_evidence(in
 def test_insecure_server_json_report_counts_the_results_and_exits_1(insecure: probe.Report) -> None:
     report = insecure.to_json()
     assert (report["summary"], report["exit_code"]) == (
-        {"PASS": 0, "FAIL": 7, "WARN": 2, "INFO": 0, "SKIP": 9, "ERROR": 0},
+        {"PASS": 0, "FAIL": 8, "WARN": 2, "INFO": 0, "SKIP": 9, "ERROR": 0},
         1,
     )
 
@@ -973,6 +958,11 @@ def test_guarded_reeliciting_server_passes_with_single_use(guarded: dict[str, An
             "the state's lifetime is unknown: give --ttl SECONDS (a test instance, short TTL)",
         ),
         "replay": ("PASS", f"single-use: the second redemption is {reelicited}"),
+        "race": (
+            "PASS",
+            "8 identical redemptions of one state sent at once over one connection: 1 accepted, the others "
+            f"{reelicited}",
+        ),
         "confidential": ("PASS", "nothing readable in the token (opaque to the client)"),
     }
 

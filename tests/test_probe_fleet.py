@@ -30,6 +30,7 @@ ONE_ADDRESS = (
     "every worker, give each worker's URL (--url once per worker) or start the server once per worker "
     "(--workers N)"
 )
+AT_ONCE_OVER_TWO = "8 identical redemptions of one state sent at once over 2 workers"
 OVER_ONE_ADDRESS = (
     ", and so over 7 new connections to this one address: single use on the workers they reached, "
     "not proof for a fleet (see coverage)"
@@ -88,6 +89,14 @@ def test_a_guard_per_worker_fails_a_state_redeemed_on_one_then_another_naming_th
     )
 
 
+def test_a_guard_per_worker_fails_redemptions_at_once_spread_over_their_urls(
+    memory_fleet: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = memory_fleet
+    code, report = probe_json(capsys, "--single-use", "--url", first, "--url", second)
+    assert (code, found(report, "race")) == (1, {"race": ("FAIL", f"{AT_ONCE_OVER_TWO}: 2 were accepted")})
+
+
 def test_keys_per_worker_fail_a_state_sent_to_another_worker(capsys: pytest.CaptureFixture[str]) -> None:
     with probe_fleet.fleet("own-keys", ROOT) as (first, second):
         code, report = probe_json(capsys, "--url", first, "--url", second)
@@ -120,7 +129,7 @@ def test_the_correct_fleet_passes_across_its_urls(
 ) -> None:
     first, second = redis_fleet
     code, report = probe_json(capsys, "--single-use", "--url", first, "--url", second)
-    assert (code, found(report, "fleet_shared", "fleet_replay", "replay")) == (
+    assert (code, found(report, "fleet_shared", "fleet_replay", "replay", "race")) == (
         0,
         {
             "fleet_shared": (
@@ -130,6 +139,7 @@ def test_the_correct_fleet_passes_across_its_urls(
             ),
             "fleet_replay": ("PASS", f"redeemed on {first}, then sent to {second}: refused: {REFUSED}"),
             "replay": ("PASS", f"single-use: the second redemption is refused: {REFUSED}"),
+            "race": ("PASS", f"{AT_ONCE_OVER_TWO}: 1 accepted, the others refused: {REFUSED}"),
         },
     )
 

@@ -26,7 +26,14 @@ import fastmcp  # noqa: F401
 import requeststate.probe
 import requeststate.pytest_plugin  # noqa: F401
 from tests.conftest import SECRET
-from tests.support import mcp_servers, probe_fleet, probe_gallery, probe_server, processes  # noqa: F401
+from tests.support import (  # noqa: F401
+    mcp_servers,
+    probe_fleet,
+    probe_gallery,
+    probe_retries,
+    probe_server,
+    processes,
+)
 from tests.support.reference import b64
 
 pytest_plugins = ["pytester"]
@@ -47,6 +54,7 @@ import pytest
 import requeststate as rs
 from requeststate.mcp import protect
 from tests.support import probe_gallery as gallery
+from tests.support import probe_retries
 from tests.support import probe_schemes as schemes
 """
 # The issue's test, with the server and options of each case.
@@ -102,6 +110,7 @@ def headline(result: pytest.RunResult) -> str:
 
 
 ARGUMENTS = "same state, other arguments"
+RACE = "same state redeemed 8 times at once"
 FAILED = "the server accepted a state it should have refused"
 
 # Every flaw the gallery holds, each at least once: (the fixture's arguments, the rows that FAIL).
@@ -196,6 +205,7 @@ def test_the_insecure_example_over_stdio_fails_every_flaw_including_another_targ
         ARGUMENTS: every,
         "state sent to another target": ROUND_1,
         "same state redeemed twice": every,
+        RACE: ROUND_1,
         "state hidden from the client": every,
     }
 
@@ -212,7 +222,16 @@ def test_a_protected_server_without_a_guard_fails_single_use(pytester: pytest.Py
     # The same server, without the guard the option demands: the user's test must catch that too.
     result = run_user_test(pytester, "gallery.protected(), single_use=True")
     result.assert_outcomes(failed=1)
-    assert failed_rows(result) == {"same state redeemed twice": BOTH}
+    assert failed_rows(result) == {"same state redeemed twice": BOTH, RACE: ROUND_1}
+
+
+def test_a_tool_that_runs_again_on_a_retry_fails_exactly_once(pytester: pytest.Pytester) -> None:
+    result = run_user_test(pytester, 'probe_retries.server("runs-again"), exactly_once="book", racers=4')
+    result.assert_outcomes(failed=1)
+    assert failed_rows(result) == {
+        "identical retry of an exactly-once tool": "",
+        "identical retries 4 at once": "",
+    }
 
 
 def test_a_warn_does_not_fail_the_users_test(pytester: pytest.Pytester) -> None:
@@ -316,7 +335,10 @@ def test_a_list_of_urls_is_a_fleet_and_a_guard_per_worker_fails_the_users_test(
 ) -> None:
     result = run_user_test(pytester, f"{memory_fleet!r}, single_use=True")
     result.assert_outcomes(failed=1)
-    assert failed_rows(result) == {"state redeemed on one worker, then another": "tool flow0, round 1"}
+    assert failed_rows(result) == {
+        "state redeemed on one worker, then another": "tool flow0, round 1",
+        RACE: "tool flow0, round 1",
+    }
 
 
 def test_a_list_of_server_objects_is_a_fleet(pytester: pytest.Pytester) -> None:

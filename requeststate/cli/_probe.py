@@ -39,7 +39,7 @@ def run_probe(args: argparse.Namespace) -> int:
     else:
         target = probe.Target(command=tuple(args.server_command))
         others = [target] * ((args.workers or 1) - 1)  # the command started once per worker
-    limits = {"max_targets": args.max_targets, "max_rounds": args.max_rounds}
+    limits = {"max_targets": args.max_targets, "max_rounds": args.max_rounds, "racers": args.racers}
     second = None
     if args.header2 or args.env2:
         second = probe.Target(target.command, target.url, headers=dict(args.header2), env=dict(args.env2))
@@ -52,6 +52,7 @@ def run_probe(args: argparse.Namespace) -> int:
         second=second,
         wordlists=tuple(args.wordlist),
         workers=tuple(others),
+        exactly_once=tuple(args.exactly_once),
         **{name: limit for name, limit in limits.items() if limit is not None},  # else the probe's own
     )
     return probe.run(
@@ -59,6 +60,7 @@ def run_probe(args: argparse.Namespace) -> int:
         options,
         timeout=args.timeout,
         as_json=args.json,
+        junit=args.junit,
         out=sys.stdout,
         err=sys.stderr,
         progress=sys.stderr if sys.stderr.isatty() and not args.json else None,
@@ -135,7 +137,12 @@ once per worker, or --workers N to start the command N times), a state minted
 by one is sent to the others and redeemed on one then another, and every check
 crosses workers; behind one URL, under --single-use, a refused replay is sent
 again over 7 new connections, which reach only the workers the balancer picks
-(with client-IP affinity, one): the report's coverage line says so.
+(with client-IP affinity, one): the report's coverage line says so. Under
+--single-use, one state is also redeemed 8 times at once (--racers N), spread
+over the workers: at most one may be accepted. --exactly-once TOOL names a
+tool that answers an identical retry with its first call's answer: its final
+round is retried identically (the same answer, or "in progress" and then
+it), with other answers (refused), and 8 times at once (one answer).
 
 A check FAILs when the server accepts: it answers with a normal result, or
 with an input-required that moves on; the row names the flaw that proves. It
@@ -150,7 +157,8 @@ unmodified state is accepted and answered differently from a first call; if
 not, it stops (exit 2), or, for a later round or another tool, leaves that
 state out and says why. So does a server that breaks the protocol or sends
 more than the probe reads (a message over 4 MiB or 50,000 JSON values). On a
-terminal, a line per check shows on stderr as it runs.
+terminal, a line per check shows on stderr as it runs; --junit FILE also
+writes the verdicts as JUnit XML, a test case per check, for a CI system.
 
 Without --tool, tools, then prompts and resources, are tried in turn with
 placeholder arguments (tools annotated destructiveHint: true are skipped), up
@@ -237,7 +245,26 @@ probe cannot run.""",
         help="the tool's arguments as a JSON object (default: placeholders for its required properties)",
     )
     probe.add_argument(
-        "--single-use", action="store_true", help="FAIL, not INFO, when a state can be redeemed twice"
+        "--single-use",
+        action="store_true",
+        help="FAIL, not INFO, when a state can be redeemed twice; and send one state's redemptions at once "
+        "(--racers): more than one accepted FAILs",
+    )
+    probe.add_argument(
+        "--racers",
+        type=_positive,
+        metavar="N",
+        help="with --single-use, send N identical redemptions of one state at once (default 8; spread "
+        "over the workers, when several): at most one may be accepted",
+    )
+    probe.add_argument(
+        "--exactly-once",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="TOOL is exactly-once (repeatable): probe it as --tool does, and check that an identical "
+        "retry of its final round gets the first call's answer, a retry with other answers is refused, "
+        "and N identical calls at once (--racers) get one answer",
     )
     probe.add_argument(
         "--require-confidential",
@@ -257,6 +284,12 @@ probe cannot run.""",
         "--json",
         action="store_true",
         help="print a JSON report instead of the table (and no progress lines)",
+    )
+    probe.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="also write the verdicts to FILE as JUnit XML, a test case per check, for a CI system",
     )
     probe.add_argument(
         "--timeout",

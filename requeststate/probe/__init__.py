@@ -25,7 +25,15 @@ other state those that attack a state, with fewer bits flipped):
   its states sent to another worker than the one that minted them. Behind one
   URL, under ``single_use``, a refused replay is sent again over new connections,
   which a load balancer places on the workers it picks (one, under client-IP
-  affinity): the report's ``coverage`` says what one address covers.
+  affinity): the report's ``coverage`` says what one address covers;
+- race, under ``single_use``: one state redeemed ``ProbeOptions.racers`` times at once, over one
+  connection or spread over the workers (at most one may be accepted);
+- retry a tool named exactly-once (``ProbeOptions.exactly_once``): its final round sent again
+  identically (the first call's answer, the same JSON, must come back; "in progress", JSON-RPC
+  -32603 ``request_state_in_progress``, is retried a few times), with other answers (refused), and
+  ``racers`` times at once (one answer, or "in progress").
+
+The verdicts print as a table, as JSON, or (``run(junit=...)``) are written as JUnit XML.
 
 It needs nothing from the server but the wire.
 

@@ -109,6 +109,11 @@ async def expiry(plan: Plan) -> Verdict:
 
 
 async def replay(plan: Plan) -> Verdict:
+    if plan.exactly_once:
+        return "SKIP", (
+            "an exactly-once tool answers an identical retry with the first call's answer: the "
+            "exactly_once rows of its final round judge its retries"
+        )
     state, replies = await plan.session.fresh(plan.target)
     once = await plan.session.echo(plan.target, state, replies)
     if not once.accepted:

@@ -8,8 +8,10 @@ from functools import partial
 from typing import TextIO
 
 from . import _binding as binding
+from . import _exactly_once as exactly_once
 from . import _fleet as fleet
 from . import _forgery as forgery
+from . import _race as race
 from . import _tampering as tampering
 from ._flaws import FLAWS
 from ._plan import Plan, Verdict
@@ -21,7 +23,8 @@ Row = tuple[str, str, Callable[[], Awaitable[Verdict]]]
 
 
 def _checks(plan: Plan) -> list[Row]:
-    """The rows of one state: every check on the primary one, those that attack a state on the others."""
+    """The rows of one state: every check on the primary one, those that attack a state on the others;
+    and, on the last round walked of a tool named exactly-once, the retries of its final round."""
     checks: list[Row] = []
     if plan.primary and plan.workers:  # first: whether the later checks can cross workers
         checks += [
@@ -52,10 +55,27 @@ def _checks(plan: Plan) -> list[Row]:
             ("other_user", "state sent as another user", partial(binding.other_user, plan)),
             ("expiry", "state used after expiry", partial(binding.expiry, plan)),
         ]
-    checks += [
-        ("replay", "same state redeemed twice", partial(binding.replay, plan)),
-        ("confidential", "state hidden from the client", partial(binding.hidden, plan)),
-    ]
+    checks.append(("replay", "same state redeemed twice", partial(binding.replay, plan)))
+    # Whether single use is atomic is the guard's, the same for every state: once. An exactly-once
+    # tool answers identical redemptions alike instead: its own race judges them.
+    if plan.primary and plan.options.single_use and not plan.exactly_once:
+        racers = plan.options.racers
+        checks.append(("race", f"same state redeemed {racers} times at once", partial(race.redeemed, plan)))
+    if plan.exactly_once and plan.target.last:  # its final round, if the walk reached it
+        checks += [
+            (
+                "exactly_once",
+                "identical retry of an exactly-once tool",
+                partial(exactly_once.identical, plan),
+            ),
+            ("exactly_once_changed", "retry with other answers", partial(exactly_once.changed, plan)),
+            (
+                "exactly_once_race",
+                f"identical retries {plan.options.racers} at once",
+                partial(race.retried, plan),
+            ),
+        ]
+    checks.append(("confidential", "state hidden from the client", partial(binding.hidden, plan)))
     return checks
 
 
@@ -75,9 +95,10 @@ async def run_checks(plans: Sequence[Plan], report: Report, progress: TextIO | N
             result, detail = await run_check()
         except (TransportFailure, ProbeError) as failure:  # a lost connection, or no second one
             result, detail = "ERROR", str(failure)
+        seconds = time.monotonic() - started
         plan.results[id_] = result
         flaw = FLAWS[id_] if result == "FAIL" else ""
-        report.checks.append(Check(id_, name, result, detail, flaw, scope))
+        report.checks.append(Check(id_, name, result, detail, flaw, scope, seconds))
         if progress is not None:
-            progress.write(f"{result} ({time.monotonic() - started:.1f} s)\n")
+            progress.write(f"{result} ({seconds:.1f} s)\n")
             progress.flush()

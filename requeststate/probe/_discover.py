@@ -51,9 +51,9 @@ async def set_up(client: Client, report: Report, options: ProbeOptions) -> tuple
         )
     session = Session(client)
     try:
-        endpoints, other, untried = await _find(
-            session, options.tools, options.arguments, options.max_targets
-        )
+        # A tool named exactly-once is probed as a tool named with ``tools`` is.
+        wanted = tuple(dict.fromkeys((*options.tools, *options.exactly_once)))
+        endpoints, other, untried = await _find(session, wanted, options.arguments, options.max_targets)
         first = endpoints[0]
         report.kind, report.tool, report.arguments = first.kind, first.name, first.arguments
         report.asks = asks(first.first)
@@ -189,17 +189,22 @@ async def _rounds(
             reason = "it re-elicits" if outcome.restarted else outcome.detail.removeprefix("refused: ")
             refused = f"not probed: its unmodified state is refused ({reason})"
             report.scopes.append(Scope(scope.scope(), described, refused, probed=False))
-            return rounds, False
+            return _ended(rounds), False
         baseline = "the unmodified state is " + outcome.detail
         if primary and number == 1:
             report.baseline = baseline
         report.scopes.append(Scope(scope.scope(), described, baseline))
-        rounds.append(scope)
         following = outcome.following
         if following is None or following.request_state is None:
-            return rounds, False
+            return [*rounds, replace(scope, last=True, completes=True)], False
+        rounds.append(scope)
         result = following
-    return rounds, True
+    return _ended(rounds), True
+
+
+def _ended(rounds: list[Endpoint]) -> list[Endpoint]:
+    """``rounds`` with the last marked so: the walk stopped there, before the flow's end."""
+    return [*rounds[:-1], replace(rounds[-1], last=True)] if rounds else rounds
 
 
 def _unjudgeable(outcome: Outcome) -> str:

@@ -25,5 +25,9 @@ FLAWS: Final = {
     "fleet_shared": "the workers do not share keys or audience: a retry on another worker is refused",
     "fleet_replay": "a state redeemed on one worker is redeemed again on another: single use per worker",
     "confidential": "the client can read the state",
+    "race": "redemptions of one state sent at once get through: single use is not atomic, or kept per worker",
+    "exactly_once": "an identical retry of an exactly-once tool does not get the first call's answer",
+    "exactly_once_changed": "a retry with other answers is accepted: an exactly-once tool's state runs twice",
+    "exactly_once_race": "identical calls sent at once get different answers, or refusals: not exactly once",
 }
 """What a FAIL of each check proves."""

@@ -39,6 +39,11 @@ async def replayed(plan: Plan) -> Verdict:
             "SKIP",
             "the workers refuse each other's states (see that row): a replay across them proves nothing",
         )
+    if plan.exactly_once:
+        return "SKIP", (
+            "an exactly-once tool answers an identical retry with the first call's answer: the "
+            "exactly_once rows of its final round judge its retries"
+        )
     minter, *others = plan.workers
     refusals: list[Outcome] = []
     for worker in others:

@@ -162,6 +162,21 @@ def answers(requests: InputRequests | None) -> InputResponses:
     return replies
 
 
+def other_answers(replies: InputResponses) -> InputResponses | None:
+    """The same questions answered otherwise: each accepted elicitation declined, each sampled message
+    another text; ``None`` when no answer can differ (nothing was asked, or roots alone)."""
+    other: InputResponses = {}
+    for key, reply in replies.items():
+        if isinstance(reply, ElicitResult) and reply.action == "accept":
+            other[key] = ElicitResult(action="decline")
+        elif isinstance(reply, CreateMessageResult):
+            text = TextContent(type="text", text=f"{PLACEHOLDER} otherwise")
+            other[key] = CreateMessageResult(role="assistant", content=text, model="requeststate-probe")
+        else:
+            other[key] = reply
+    return other if other != replies else None
+
+
 def elicited(params: ElicitRequestParams) -> ElicitResult:
     """The answer to an elicitation: a form accepted with placeholder values, a URL accepted."""
     if isinstance(params, ElicitRequestFormParams):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import anyio
+from mcp import Client
 
 from ._report import ProbeOptions, Result
 from ._session import Endpoint, Outcome, Session
@@ -46,6 +47,15 @@ class Plan:
     workers: Sequence[Worker] = ()  # the deployment's workers, the target's first; () for one server
     fresh_connections: int = 0  # a replay refused is sent again over this many new connections
     results: dict[str, Result] = field(default_factory=dict)  # check id -> result, as they complete
+
+    @property
+    def exactly_once(self) -> bool:
+        """Whether the target is a tool named exactly-once: an identical retry gets the first answer."""
+        return self.target.kind == "tool" and self.target.name in self.options.exactly_once
+
+    def redeemers(self) -> list[Client]:
+        """Where concurrent redemptions go: every worker in turn, or the one connection."""
+        return [worker.session.client for worker in self.workers] or [self.session.client]
 
 
 def sample(plan: Plan) -> str:

@@ -80,6 +80,8 @@ MAX_TARGETS: Final = 16
 """The most tools, prompts and resources probed by default (``ProbeOptions.max_targets``)."""
 MAX_ROUNDS: Final = 8
 """The most rounds of one flow walked and probed by default (``ProbeOptions.max_rounds``)."""
+RACERS: Final = 8
+"""The identical redemptions of one state sent at once by default (``ProbeOptions.racers``)."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,12 @@ class ProbeOptions:
     other-user check. ``wordlists`` are files of secrets, one a line, that the key guess tries
     after its built-in list of common secrets. ``workers`` are the other workers of the
     deployment the target belongs to (their URLs, commands or server objects): a state minted
-    by one is sent to the others, and every check crosses workers.
+    by one is sent to the others, and every check crosses workers. Under ``single_use``, ``racers``
+    identical redemptions of one state are sent at once (spread over the workers, when several):
+    at most one may be accepted. ``exactly_once`` names tools that answer an identical retry of a
+    round with the first call's answer (``requeststate.mcp``'s exactly-once tools); each is probed
+    as ``tools`` are, and its final round retried identically (the same answer, or "in progress"),
+    with other answers (refused), and ``racers`` times at once (one answer).
     """
 
     tools: tuple[str, ...] = ()
@@ -110,9 +117,11 @@ class ProbeOptions:
     workers: tuple[Target, ...] = ()
     max_targets: int = MAX_TARGETS
     max_rounds: int = MAX_ROUNDS
+    exactly_once: tuple[str, ...] = ()
+    racers: int = RACERS
 
     def __post_init__(self) -> None:
-        for name in ("max_targets", "max_rounds"):
+        for name in ("max_targets", "max_rounds", "racers"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, not {value!r}")
@@ -123,6 +132,8 @@ _NOTHING_ACCEPTED: Final = {
     "confidential": "the client can read the state",
     "fleet_shared": "a worker refused a state another worker minted",
 }
+# The checks whose FAIL is of retries answered otherwise (run again, or refused), not of a state accepted.
+_RETRIES: Final = frozenset({"exactly_once", "exactly_once_race"})
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,7 @@ class Check:
     detail: str
     flaw: str = ""
     scope: str = ""  # the state attacked: ``tool book_table, round 2``
+    seconds: float = 0.0  # how long the check took
 
     def text(self) -> str:
         """The detail as the table shows it: a FAIL's flaw first, then its evidence."""
@@ -207,6 +219,8 @@ class Report:
         if failed and failed <= _NOTHING_ACCEPTED.keys():
             said = [said for id_, said in _NOTHING_ACCEPTED.items() if id_ in failed]
             verdict = "no attempt was accepted, but " + " and ".join(said)
+        if failed and failed <= _RETRIES:
+            verdict = "identical retries of an exactly-once tool did not all get its first answer"
         if self.exit_code == EXIT_OK and counts["WARN"]:
             verdict += ", but WARN rows prove nothing: read them"
         return f"{', '.join(shown)}: {verdict}"

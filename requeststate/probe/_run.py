@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from functools import partial
+from pathlib import Path
 from typing import Final, TextIO
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ from ._checks import run_checks
 from ._connect import connect, connection, in_memory, inside, leaf, reason
 from ._discover import set_up
 from ._guess import check_wordlists
+from ._junit import write_junit
 from ._plan import Plan, Worker
 from ._report import EXIT_SETUP, ProbeOptions, Report, Target, escape
 from ._server_log import kept_back, last_lines, logs_to
@@ -216,16 +218,18 @@ def run(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     as_json: bool = False,
+    junit: Path | None = None,
     out: TextIO,
     err: TextIO,
     progress: TextIO | None = None,
 ) -> int:
     """Run the probe, print the table (or JSON) to ``out`` and errors to ``err``; return the exit code.
 
-    ``timeout`` bounds the probe's own work; the expiry check's wait comes on top. ``progress``
-    receives a line per check as it runs (the command line passes its stderr when that is a
-    terminal and the report is not JSON). The exit code is never 1 unless a check FAILed: a
-    probe that cannot finish, whatever the server did, exits 2.
+    ``timeout`` bounds the probe's own work; the expiry check's wait comes on top. ``junit``, if
+    given, is a file the verdicts are written to as JUnit XML, once the probe has a report (a probe
+    that cannot run writes none). ``progress`` receives a line per check as it runs (the command
+    line passes its stderr when that is a terminal and the report is not JSON). The exit code is
+    never 1 unless a check FAILed: a probe that cannot finish, whatever the server did, exits 2.
     """
 
     async def bounded() -> Report:
@@ -240,6 +244,12 @@ def run(
         said = escape(reason(leaf(error)).partition("\n")[0][:200])
         print(f"error: the probe failed ({said}): a bug in the probe, please report it", file=err)
         return EXIT_SETUP
+    if junit is not None:
+        try:
+            write_junit(report, junit)
+        except OSError as error:
+            print(f"error: cannot write the JUnit report: {error}", file=err)
+            return EXIT_SETUP
     if as_json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=True), file=out)
     else:

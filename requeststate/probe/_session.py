@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -92,6 +92,8 @@ class Endpoint:
     other_arguments: dict[str, Any] | None = None  # for the argument-binding check; None: no arguments
     restart: str = ""  # signature of a first round: an answer matching it is a re-elicit
     round: int = 1  # the round whose state is attacked: ``first`` is that round's input-required result
+    last: bool = False  # the last round of its flow that is probed
+    completes: bool = False  # an echo of this round's state completed the flow: its final round
 
     def label(self) -> str:
         """``tool book_table``, for details."""
@@ -129,6 +131,34 @@ def _unanswered(error: MCPError) -> bool:
 def error_text(error: MCPError) -> str:
     """``JSON-RPC -32602 Invalid or expired requestState``."""
     return f"JSON-RPC {error.code} {error.message}"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer as the wire carried it, to compare with another: a result's JSON, or a JSON-RPC error.
+
+    The result's own ``_meta`` is left out: a server may stamp each response anew (a trace id), and
+    a kept answer is the same answer whatever its envelope says.
+    """
+
+    result: dict[str, Any] | None = None
+    code: int | None = None
+    message: str = ""
+    reason: object = None  # the error's ``data.reason``, if it gives one
+
+    def describe(self) -> str:
+        """``'booked 3 runs=1'`` (a result's first text), ``an input-required result``, or the error."""
+        if self.result is None:
+            said = f" ({self.reason})" if isinstance(self.reason, str) else ""
+            return f"JSON-RPC {self.code} {self.message}{said}"
+        if self.result.get("resultType") == "input_required":
+            return "an input-required result"
+        content: list[dict[str, Any]] = self.result.get("content") or []
+        texts = [item["text"] for item in content if isinstance(item.get("text"), str)]
+        return repr(texts[0][:_SHOWN_TEXT]) if texts else "a result without text"
+
+
+_SHOWN_TEXT: Final = 80  # characters of a result's text a detail quotes
 
 
 class Session:
@@ -253,13 +283,16 @@ class Session:
         *,
         arguments: dict[str, Any] | None = None,
         restart: str | None = None,
+        via: Client | None = None,
     ) -> Outcome:
-        """Send ``state`` to ``target`` and judge the answer (see the package docstring).
+        """Send ``state`` to ``target`` (over ``via``, default the next worker) and judge the answer
+        (see the package docstring).
 
         ``restart`` is the first-round signature a re-elicit would match (default: the target's).
         """
         try:
-            result = await self.call(target, state, replies, arguments=arguments, via=self._redeemer())
+            sent = self._redeemer() if via is None else via
+            result = await self.call(target, state, replies, arguments=arguments, via=sent)
         except MCPError as error:
             if error.code == INTERNAL_ERROR:
                 return Outcome(
@@ -277,6 +310,20 @@ class Session:
             return Outcome(False, "refused: re-elicited (asked the first round's questions again)", True)
         what = ", ".join(asks(result)) or "nothing, state only"
         return Outcome(True, f"accepted: the next round asks for {what}", following=result)
+
+    async def reply(
+        self, target: Endpoint, state: str, replies: InputResponses, *, via: Client | None = None
+    ) -> Reply:
+        """Send ``state`` to ``target`` (over ``via``, default the next worker): the answer as it came."""
+        try:
+            result = await self.call(target, state, replies, via=self._redeemer() if via is None else via)
+        except MCPError as error:
+            data: object = error.error.data
+            reason = cast("dict[str, object]", data).get("reason") if isinstance(data, dict) else None
+            return Reply(code=error.code, message=error.message, reason=reason)
+        answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        answer.pop("_meta", None)
+        return Reply(answer)
 
 
 # --- discovery ---------------------------------------------------------------------------------------------
