@@ -1,9 +1,11 @@
 """The probe's exactly-once checks (requeststate/probe/_exactly_once.py, and the race of
 requeststate/probe/_race.py on such a tool), against tools that keep exactly once by hand, right and
-wrong (tests/support/probe_retries.py), in process."""
+wrong (tests/support/probe_retries.py), and against the real boundary (examples/exactly_once_server.py),
+in process."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import sys
@@ -14,10 +16,13 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
+import requeststate as rs
 from requeststate.cli import main
+from tests.conftest import SECRET
 from tests.support import probe_gallery as gallery
 from tests.support import probe_retries
 from tests.support.probe_in_process import in_process
+from tests.support.reference import b64
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ("exactly_once", "exactly_once_changed", "exactly_once_race")
@@ -140,3 +145,17 @@ def test_the_command_line_runs_the_exactly_once_rows_of_the_tool_it_names(
     report = json.loads(capsys.readouterr().out)
     found = {check["id"]: check["result"] for check in report["checks"] if check["id"] in ROWS}
     assert (code, found) == (0, dict.fromkeys(ROWS, "PASS"))
+
+
+def test_the_example_protected_exactly_once_passes_every_row_and_the_race(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The real boundary: protect(..., exactly_once={"book"}), as examples/exactly_once_server.py runs it.
+    monkeypatch.setenv(rs.ENV_KEYS, b64(SECRET))
+    monkeypatch.delenv(rs.ENV_GUARD, raising=False)
+    example = importlib.import_module("examples.exactly_once_server")
+    report = in_process(
+        importlib.reload(example).server, exactly_once=("book",), single_use=True, max_rounds=2
+    )
+    found = {check.id: check.result for check in report.checks if check.id in (*ROWS, "race")}
+    assert found == {"exactly_once": "PASS", "exactly_once_changed": "PASS", "exactly_once_race": "PASS"}
