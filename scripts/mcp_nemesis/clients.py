@@ -5,7 +5,8 @@ now and then a forged token or the token with another flow's arguments; round 2,
 balancer or one worker's own address, retried under the documented rule (docs/deployment.md, "What
 a client sees": -32603, or no answer, is retried after a pause; -32602 starts the flow over); once
 accepted, now and then a replay, to the worker that accepted it or to another. Every request opens a
-connection of its own, so that the balancer spreads them. Every request and every flow is recorded.
+connection of its own (one HTTP client, keeping no connection alive), so that the balancer spreads
+them. Every request and every flow is recorded.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -35,7 +37,8 @@ RETRY_AFTER = 0.5
 class Clients:
     """The clients' shared record: the history, and the next flow's number."""
 
-    def __init__(self, balancer: str, workers: Sequence[str], seed: int) -> None:
+    def __init__(self, http: httpx2.AsyncClient, balancer: str, workers: Sequence[str], seed: int) -> None:
+        self.http = http
         self.balancer = balancer
         self.workers = list(workers)
         self.chance = random.Random(seed)
@@ -64,7 +67,7 @@ class Clients:
         extra: dict[str, Any] = {} if token is None else {"request_state": token, "input_responses": DATE}
         try:
             with anyio.fail_after(REQUEST_TIMEOUT):
-                async with Client(streamable_http_client(url)) as client:
+                async with Client(streamable_http_client(url, http_client=self.http)) as client:
                     try:
                         result = await client.session.call_tool(
                             "book", {"restaurant": restaurant}, allow_input_required=True, **extra
@@ -134,15 +137,18 @@ async def run_clients(
     balancer: str, workers: Sequence[str], count: int, deadline: float, seed: int
 ) -> Clients:
     """``count`` clients running flows until ``deadline`` (each finishes the flow it is in); the history."""
-    clients = Clients(balancer, workers, seed)
+    # No connection kept alive: each request is placed by the balancer anew. The SDK's timeouts.
+    limits = httpx2.Limits(max_keepalive_connections=0)
+    async with httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(30, read=300)) as http:
+        clients = Clients(http, balancer, workers, seed)
 
-    async def client() -> None:
-        while time.time() < deadline:
-            await run_flow(clients)
+        async def client() -> None:
+            while time.time() < deadline:
+                await run_flow(clients)
 
-    async with anyio.create_task_group() as group:
-        for _ in range(count):
-            group.start_soon(client)
+        async with anyio.create_task_group() as group:
+            for _ in range(count):
+                group.start_soon(client)
     return clients
 
 
