@@ -71,10 +71,38 @@ def test_a_round_2_refused_after_a_loss_of_the_claims_its_token_predates_is_righ
 
 
 def test_a_round_2_refused_for_a_token_minted_past_the_window_a_loss_opens_is_a_wrong_code() -> None:
+    # The memory began again at flow 2's claim, right after the loss: flow 1 was minted well after.
     loss = fault("flushall", "store", 0.0, 0.0, lost=0.0)
     late = h.Flow(1, LOSS_WINDOW + 1, LOSS_WINDOW + 1, LOSS_WINDOW + 3, completed=False)
-    found = check(sent(1, h.REDEEM, h.INVALID, at=LOSS_WINDOW + 2), faults=(loss,), flows=(late,))
+    found = check(
+        sent(2, h.REDEEM, h.ACCEPTED, at=0.5),
+        sent(1, h.REDEEM, h.INVALID, at=LOSS_WINDOW + 2),
+        faults=(loss,),
+        flows=(flow(2), late),
+    )
     assert found.wrong_codes() == {"redeem: refused, its state not lost": 1}
+
+
+def test_a_round_2_refused_for_a_token_minted_after_a_loss_but_before_the_next_claim_is_right() -> None:
+    # Nothing claimed for a while after the loss: the memory began again at the first claim after it
+    # (flow 2's), and a token minted before that cannot be vouched for. Flow 3's claim came before
+    # the loss, and flow 4's went unchecked: neither began it.
+    loss = fault("drop-table", "store", 0.0, 0.0, lost=0.0)
+    early = h.Flow(1, LOSS_WINDOW + 1, LOSS_WINDOW + 1, LOSS_WINDOW + 4, completed=False)
+    found = check(
+        sent(3, h.REDEEM, h.ACCEPTED, at=-1.0),
+        sent(4, h.REDEEM, h.UNCHECKED, at=0.5),
+        sent(2, h.REDEEM, h.ACCEPTED, at=LOSS_WINDOW + 2),
+        sent(1, h.REDEEM, h.INVALID, at=LOSS_WINDOW + 3),
+        faults=(loss,),
+        flows=(
+            flow(3, -2.0, -0.5),
+            flow(4, 0.0, 0.7, completed=False),
+            flow(2, LOSS_WINDOW + 1.5, LOSS_WINDOW + 2.5),
+            early,
+        ),
+    )
+    assert found.wrong_codes() == {}
 
 
 def test_a_round_2_refused_after_a_try_of_it_went_unchecked_is_right() -> None:

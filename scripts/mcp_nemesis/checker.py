@@ -6,8 +6,9 @@
   for what happened: 0. A forged or swapped token: -32602 (or a re-elicit), whatever the store does
   (the bindings are checked before the guard). A replay: -32602, or -32603 while the store may not
   answer. A round 2: accepted, or -32603 while the store may not answer, or -32602 where its state
-  was lost (its token minted before a loss of the store's claims, or within the window a loss
-  opens; or an earlier try of it went unanswered or unchecked, so its claim may have landed). No
+  was lost (its token minted before the store's memory began again after a loss, or within the
+  window that opens: the memory begins at the first claim after the loss, not at the loss; or an
+  earlier try of it went unanswered or unchecked, so its claim may have landed). No
   answer at all only while a worker was killed, paused or restarted; any other code, never.
 - **resume:** for each fault, seconds from its end until a flow started after it completed;
 - **in-flight lost:** for each fault, the flows in flight when it began, and how many never completed.
@@ -30,8 +31,8 @@ from scripts.nemesis import OFFSET
 
 GRACE = 2.0
 LOSS_WINDOW = DEFAULT_CLOCK_SKEW + 2 * OFFSET + 1.5
-"""Seconds after a loss's end within which a token minted may be refused: ``clock_skew``, the
-workers' clock offsets each way, and a second's rounding (a token's ``iat`` is whole seconds)."""
+"""Seconds after the memory began again within which a token minted may be refused: ``clock_skew``,
+the workers' clock offsets each way, and a second's rounding (a token's ``iat`` is whole seconds)."""
 SLOW_RESUME = 20.0
 """A fault after whose end no new flow completed within this many seconds is counted as not resumed."""
 
@@ -39,6 +40,8 @@ SLOW_RESUME = 20.0
 UNCHECKED_BY = ("store", "link", "worker-pause")
 UNANSWERED_BY = ("worker-kill", "worker-pause", "rolling-restart")
 REFUSED = (h.INVALID, h.REELICIT)
+UNSURE = (h.UNCHECKED, h.NO_ANSWER)
+"""Outcomes after which the guard may or may not have claimed."""
 CLAIMING = (h.REDEEM, h.REPLAY, h.SWAP)
 """The requests that carry the flow's own token: each one accepted is a redemption of it."""
 
@@ -67,17 +70,22 @@ class Check:
     def wrong_codes(self) -> Counter[str]:
         """Answers that are not the documented one for what happened, by the rule each breaks."""
         minted = {flow.flow: flow.minted for flow in self.flows}
+        windows = self._loss_windows()
         uncertain: set[int] = set()  # flows whose round 2 went unchecked or unanswered once
         wrong: Counter[str] = Counter()
         for attempt in sorted(self.attempts, key=lambda a: a.sent):
-            rule = self._rule_broken(attempt, minted.get(attempt.flow, 0.0), attempt.flow in uncertain)
+            rule = self._rule_broken(
+                attempt, minted.get(attempt.flow, 0.0), attempt.flow in uncertain, windows
+            )
             if rule is not None:
                 wrong[rule] += 1
-            if attempt.kind == h.REDEEM and attempt.outcome in (h.UNCHECKED, h.NO_ANSWER):
+            if attempt.kind == h.REDEEM and attempt.outcome in UNSURE:
                 uncertain.add(attempt.flow)
         return wrong
 
-    def _rule_broken(self, attempt: h.Attempt, minted: float, uncertain: bool) -> str | None:
+    def _rule_broken(
+        self, attempt: h.Attempt, minted: float, uncertain: bool, windows: Sequence[tuple[float, float]]
+    ) -> str | None:
         outcome, kind = attempt.outcome, attempt.kind
         if outcome == h.NO_ANSWER:
             return None if self._during(attempt, UNANSWERED_BY) else f"{kind}: no answer, no worker fault"
@@ -91,7 +99,7 @@ class Check:
         if kind == h.REPLAY:
             return None if outcome in (*REFUSED, h.ACCEPTED) else f"replay: {outcome}"  # accepted: a double
         if outcome in REFUSED:
-            lost = uncertain or self._lost_before(attempt, minted)
+            lost = uncertain or any(loss <= attempt.answered and minted < end for loss, end in windows)
             return None if lost else "redeem: refused, its state not lost"
         return None if outcome == h.ACCEPTED else f"redeem: {outcome}"
 
@@ -103,11 +111,20 @@ class Check:
             for fault in self.faults
         )
 
-    def _lost_before(self, attempt: h.Attempt, minted: float) -> bool:
-        return any(
-            fault.lost is not None and fault.lost <= attempt.answered and minted < fault.ended + LOSS_WINDOW
-            for fault in self.faults
-        )
+    def _loss_windows(self) -> list[tuple[float, float]]:
+        """Per loss of claims: when it happened, and the end of the window in which a token minted may
+        be refused: ``LOSS_WINDOW`` after the first claim the guard answered after the loss (when the
+        store's memory began again), or after the fault's end if that is later."""
+        windows = []
+        for fault in self.faults:
+            if fault.lost is not None:
+                claims = [
+                    a.answered
+                    for a in self.attempts
+                    if a.kind in (h.REDEEM, h.REPLAY) and a.sent >= fault.lost and a.outcome not in UNSURE
+                ]
+                windows.append((fault.lost, max(fault.ended, min(claims, default=0.0)) + LOSS_WINDOW))
+        return windows
 
     def resume(self) -> dict[str, list[float]]:
         """Per kind of fault, seconds from each one's end until a flow started after it completed."""

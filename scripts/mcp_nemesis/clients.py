@@ -153,8 +153,10 @@ async def run_clients(
 
 
 def clients_process(
-    balancer: str, workers: Sequence[str], count: int, deadline: float, seed: int, out: Any
+    balancer: str, workers: Sequence[str], count: int, seconds: float, seed: int, ready: Any, out: Any
 ) -> None:
-    """The clients in a process of their own: their history put on the queue ``out``."""
-    clients = anyio.run(run_clients, balancer, workers, count, deadline, seed)
+    """The clients in a process of their own for ``seconds`` once it imported the SDK (``ready`` set
+    then): their history put on the queue ``out``."""
+    ready.set()
+    clients = anyio.run(run_clients, balancer, workers, count, time.time() + seconds, seed)
     out.put((clients.attempts, clients.flows))
