@@ -191,6 +191,16 @@ def test_in_flight_lost_counts_the_flows_a_fault_began_within_and_those_never_co
     assert found.in_flight_lost() == [("flushall", 2, 1)]
 
 
+def test_the_summary_shows_each_wrong_answer_and_the_faults_on_the_first_flows_clock() -> None:
+    found = check(sent(1, h.REDEEM, h.UNCHECKED, at=5.0), faults=(fault("worker-kill", "worker", 1.0, 2.0),))
+    figures = found.summary(until=10.0)
+    assert (figures["wrong_codes"], figures["wrong answers"], figures["fault timeline"]) == (
+        1,
+        [{"rule": "redeem: unchecked, the store answering", "via": "balancer", "sent": 5.0, "answered": 5.1}],
+        [{"fault": "worker-kill", "began": 1.0, "ended": 2.0}],
+    )
+
+
 @pytest.mark.load
 def test_a_short_run_on_an_sqlite_file_breaks_no_promise(tmp_path: Path) -> None:
     from scripts import nemesis

@@ -69,16 +69,20 @@ class Check:
 
     def wrong_codes(self) -> Counter[str]:
         """Answers that are not the documented one for what happened, by the rule each breaks."""
+        return Counter(rule for rule, _ in self.wrong_answers())
+
+    def wrong_answers(self) -> list[tuple[str, h.Attempt]]:
+        """Each answer that is not the documented one for what happened, and the rule it breaks."""
         minted = {flow.flow: flow.minted for flow in self.flows}
         windows = self._loss_windows()
         uncertain: set[int] = set()  # flows whose round 2 went unchecked or unanswered once
-        wrong: Counter[str] = Counter()
+        wrong = []
         for attempt in sorted(self.attempts, key=lambda a: a.sent):
             rule = self._rule_broken(
                 attempt, minted.get(attempt.flow, 0.0), attempt.flow in uncertain, windows
             )
             if rule is not None:
-                wrong[rule] += 1
+                wrong.append((rule, attempt))
             if attempt.kind == h.REDEEM and attempt.outcome in UNSURE:
                 uncertain.add(attempt.flow)
         return wrong
@@ -161,6 +165,7 @@ class Check:
     def summary(self, until: float) -> dict[str, Any]:
         """The figures of the run, under the names the JSON keeps."""
         wrong = self.wrong_codes()
+        start = min((flow.started for flow in self.flows), default=0.0)
         lost: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for kind, caught, never in self.in_flight_lost():
             lost[kind][0] += caught
@@ -176,6 +181,20 @@ class Check:
             "cross_talk": self.cross_talk(),
             "wrong_codes": sum(wrong.values()),
             "wrong codes by rule": dict(wrong),
+            # Seconds from the first flow's start: where to look in the faults' timeline.
+            "wrong answers": [
+                {
+                    "rule": rule,
+                    "via": a.via,
+                    "sent": round(a.sent - start, 2),
+                    "answered": round(a.answered - start, 2),
+                }
+                for rule, a in self.wrong_answers()[:20]
+            ],
+            "fault timeline": [
+                {"fault": f.kind, "began": round(f.began - start, 2), "ended": round(f.ended - start, 2)}
+                for f in self.faults
+            ],
             "outcomes": {
                 kind: dict(Counter(a.outcome for a in self.attempts if a.kind == kind))
                 for kind in (h.ROUND1, h.REDEEM, h.REPLAY, h.SWAP, h.FORGED)
