@@ -41,10 +41,14 @@ class Relay:
 
         def close() -> None:
             self._cut = False
-            for writer in list(self._writers):
-                writer.close()
+            self.close_connections()
 
         self._loop.call_soon_threadsafe(close)
+
+    def close_connections(self) -> None:
+        """Close every connection it relays now (on its event loop)."""
+        for writer in list(self._writers):
+            writer.close()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with suppress(ConnectionError, OSError):
@@ -87,8 +91,10 @@ def relays() -> Iterator[Relays]:
     try:
         yield opened
     finally:
+        asyncio.run_coroutine_threadsafe(opened.close(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        loop.close()
 
 
 class Relays:
@@ -96,13 +102,21 @@ class Relays:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._opened: list[tuple[asyncio.Server, Relay]] = []
 
     def start(self, backends: Sequence[int]) -> Relay:
         """A relay on a free loopback port to ``backends`` (ports on loopback), serving once this returns."""
         relay = Relay(self._loop, backends, free_loopback_port())
 
-        async def listen() -> None:
-            await asyncio.start_server(relay.forward, "127.0.0.1", relay.port)
+        async def listen() -> asyncio.Server:
+            return await asyncio.start_server(relay.forward, "127.0.0.1", relay.port)
 
-        asyncio.run_coroutine_threadsafe(listen(), self._loop).result(10)
+        self._opened.append((asyncio.run_coroutine_threadsafe(listen(), self._loop).result(10), relay))
         return relay
+
+    async def close(self) -> None:
+        """Stop listening, close every connection, and let each relayed pair finish."""
+        for server, relay in self._opened:
+            server.close()
+            relay.close_connections()
+        await asyncio.sleep(0.2)  # each pipe reads its closed end and returns
