@@ -72,7 +72,7 @@ matrix: $(UV)
 
 # The suite's load volume, which make test leaves out (pytest -m load: a cluster race of 100,000
 # claims), then single use under random faults on real redis-servers, an SQLite file and a
-# PostgreSQL primary (scripts/nemesis.py);
+# PostgreSQL primary (scripts/nemesis.py), then the same over real MCP flows (--mcp);
 # make matrix runs both too. make nemesis NEMESIS_SECONDS=120 runs each topology longer than the
 # script's default (40).
 NEMESIS_SECONDS ?=
@@ -82,6 +82,7 @@ nemesis: $(UV)
 	sh scripts/postgres-test-server.sh
 	$(PY) -m pytest -m load
 	$(PY) -m scripts.nemesis $(if $(NEMESIS_SECONDS),--seconds $(NEMESIS_SECONDS))
+	$(PY) -m scripts.nemesis --mcp $(if $(NEMESIS_SECONDS),--seconds $(NEMESIS_SECONDS))
 
 # The benchmark measures the package as pip installs it: pure Python.
 bench: $(UV)

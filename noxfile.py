@@ -10,7 +10,11 @@
   cluster race of 100,000 claims), then single use under faults (scripts/nemesis.py): worker
   processes redeem tokens on real redis-servers (one, a replicated pair, a cluster) while a
   nemesis kills, flushes, evicts, pauses and fails them over, and on one SQLite file that it
-  deletes, replaces and truncates; it fails on any token accepted twice (about 4 minutes).
+  deletes, replaces and truncates; it fails on any token accepted twice (about 4 minutes); then the
+  same over real MCP flows (``--mcp``: a protected fleet of SDK and FastMCP workers behind a
+  balancer, SDK clients, the workers killed, paused, restarted and their clock stepped, the store's
+  link slowed and cut), two minutes per topology; it fails on a token accepted twice, a flow
+  answered with another's state, a code the docs do not promise, or a fault no flow resumed after.
 - ``conformance``: the official MCP conformance suite against the SDK's and FastMCP's conformance
   servers, as shipped and under ``protect()``, and the probe on them and on a TypeScript SDK
   server (scripts/conformance.py); Node 22 and the suite come from the npm registry into build/.
@@ -75,6 +79,7 @@ def nemesis(session: nox.Session) -> None:
     _sync(session, "--all-extras", "--group", "test")
     session.run("python", "-m", "pytest", "-m", "load")
     session.run("python", "-m", "scripts.nemesis", *session.posargs)
+    session.run("python", "-m", "scripts.nemesis", "--mcp", "--seconds", "120", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])

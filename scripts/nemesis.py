@@ -926,7 +926,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="the nemesis's seed (default 1)")
     parser.add_argument("--topology", action="append", choices=TOPOLOGIES, help="one topology (repeatable)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--mcp", action="store_true", help="over real MCP flows: scripts/mcp_nemesis/run.py")
     args = parser.parse_args(argv)
+    if args.mcp:
+        from scripts.mcp_nemesis import run as mcp_run  # it imports this module
+
+        return mcp_run.main(
+            args.topology or list(TOPOLOGIES), args.seconds, args.workers, args.seed, args.json
+        )
     _quiet_logs()  # the mismatched verifiers' guards run here
     runs = []
     for topology in args.topology or TOPOLOGIES:
