@@ -15,6 +15,9 @@ pytest.importorskip("inline_snapshot", reason="the SDK's tests need inline-snaps
 
 from tests.support.sdk_suite import ROOT, SUITE_FILES, sdk_suite
 
+# Left out of make test (pyproject.toml's addopts): make matrix's suite sessions run it.
+pytestmark = pytest.mark.sdk_suite
+
 # Each of these asserts the SDK codec's own bytes, which our formats do not have by design:
 # "v1." + base64url(kid(4) || nonce(12) || ciphertext || tag). Our tokens are "v1e."/"v1x."/"v1."
 # tokens of docs/wire-format.md, with no key id (every ring key is tried).

@@ -73,8 +73,9 @@ def _guard(kind: str) -> rs.Guard | None:
         return None
     from requeststate.redis import RedisGuard
 
-    # protect() begins it with the server: the port opens once the tokens it mints are accepted.
-    return RedisGuard.from_url(os.environ[REDIS_URL], namespace=os.environ[NAMESPACE])
+    # protect() begins it with the server: the port opens once the tokens it mints are accepted,
+    # within a second on the new namespace with clock_skew=0 (5 s by default: no test here waits on it).
+    return RedisGuard.from_url(os.environ[REDIS_URL], namespace=os.environ[NAMESPACE], clock_skew=0)
 
 
 def worker(kind: str) -> MCPServer[Any]:
