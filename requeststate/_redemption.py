@@ -13,7 +13,6 @@ whose token would be longer than ``max_token_bytes`` is kept as "too large" and 
 
 from __future__ import annotations
 
-import json
 from typing import Final, Generic, final
 
 import msgspec
@@ -36,8 +35,8 @@ class Kept(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 def answer_tool(tool: str | None) -> str:
-    """The tool a kept answer is bound to: its context, and the state's tool."""
-    return json.dumps([ANSWER_CONTEXT, tool])
+    """The tool a kept answer is bound to: its context, and the state's tool (a JSON array)."""
+    return msgspec.json.encode([ANSWER_CONTEXT, tool]).decode()
 
 
 def answer_mode(minting: Mode) -> Mode:

@@ -177,4 +177,4 @@ def test_a_redemption_s_repr_shows_neither_the_state_nor_the_answer() -> None:
 
 
 def test_an_answer_is_bound_to_its_own_context_and_the_state_s_tool() -> None:
-    assert answer_tool("book") == '["requeststate/answer/1", "book"]'
+    assert answer_tool("book") == '["requeststate/answer/1","book"]'
