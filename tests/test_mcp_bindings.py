@@ -604,8 +604,8 @@ BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
     (
         {"ttl_seconds": 5},
         TypeError,
-        "unexpected option(s) ttl_seconds; the options are clock, guard, lease, leeway, max_token_bytes, metrics, "
-        "mode, ttl",
+        "unexpected option(s) ttl_seconds; the options are clock, guard, lease, leeway, max_token_bytes, "
+        "metrics, mode, ttl",
     ),
     (
         {"allow_missing_sub": True},
@@ -647,8 +647,8 @@ BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
     (
         {"gaurd": memory_guard()},
         TypeError,
-        "unexpected option(s) gaurd; the options are clock, guard, lease, leeway, max_token_bytes, metrics, "
-        "mode, ttl",
+        "unexpected option(s) gaurd; the options are clock, guard, lease, leeway, max_token_bytes, "
+        "metrics, mode, ttl",
     ),
     ({"clock": 5}, TypeError, "clock must be a callable returning unix seconds, not int"),
 ]
