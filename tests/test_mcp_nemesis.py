@@ -70,6 +70,13 @@ def test_a_round_2_refused_after_a_loss_of_the_claims_its_token_predates_is_righ
     assert check(sent(1, h.REDEEM, h.INVALID), faults=(loss,)).wrong_codes() == {}
 
 
+def test_a_round_2_refused_during_an_eviction_burst_before_the_loss_it_reports_is_right() -> None:
+    # The burst evicts the claims at some moment of it, and reports its end (1.5): a refusal at 1.1
+    # was a wrong code in a run (2026-11-29, standalone), the checker's error, not the guard's.
+    burst = fault("eviction", "store", 1.0, 1.5, lost=1.5)
+    assert check(sent(1, h.REDEEM, h.INVALID, at=1.0), faults=(burst,)).wrong_codes() == {}
+
+
 def test_a_round_2_refused_for_a_token_minted_past_the_window_a_loss_opens_is_a_wrong_code() -> None:
     # The memory began again at flow 2's claim, right after the loss: flow 1 was minted well after.
     loss = fault("flushall", "store", 0.0, 0.0, lost=0.0)

@@ -117,9 +117,10 @@ class Check:
         )
 
     def _loss_windows(self) -> list[tuple[float, float]]:
-        """Per loss of claims: when it happened, and the end of the window in which a token minted may
-        be refused: ``LOSS_WINDOW`` after the first claim the guard answered after the loss (when the
-        store's memory began again), or after the fault's end if that is later."""
+        """Per loss of claims: from when it may have happened, the fault's start (an eviction burst takes
+        the claims at any moment of it, and reports its end), to the end of the window in which a token
+        minted may be refused: ``LOSS_WINDOW`` after the first claim the guard answered after the loss
+        (when the store's memory began again), or after the fault's end if that is later."""
         windows = []
         for fault in self.faults:
             if fault.lost is not None:
@@ -128,7 +129,7 @@ class Check:
                     for a in self.attempts
                     if a.kind in (h.REDEEM, h.REPLAY) and a.sent >= fault.lost and a.outcome not in UNSURE
                 ]
-                windows.append((fault.lost, max(fault.ended, min(claims, default=0.0)) + LOSS_WINDOW))
+                windows.append((fault.began, max(fault.ended, min(claims, default=0.0)) + LOSS_WINDOW))
         return windows
 
     def resume(self) -> dict[str, list[float]]:
