@@ -83,7 +83,7 @@ def nemesis(session: nox.Session) -> None:
     _sync(session, "--all-extras", "--group", "test")
     session.run("python", "-m", "pytest", "-m", "load")
     session.run("python", "-m", "scripts.nemesis", *session.posargs)
-    session.run("python", "-m", "scripts.nemesis", "--mcp", "--seconds", "120", *session.posargs)
+    session.run("python", "-m", "scripts.nemesis", "--mcp", "--seconds", "90", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0])
