@@ -10,11 +10,13 @@
 - ``nemesis``: the suite's load volume, which ``make test`` leaves out (``pytest -m load``: a
   cluster race of 100,000 claims), then single use under faults (scripts/nemesis.py): worker
   processes redeem tokens on real redis-servers (one, a replicated pair, a cluster) while a
-  nemesis kills, flushes, evicts, pauses and fails them over, and on one SQLite file that it
-  deletes, replaces and truncates; it fails on any token accepted twice (about 4 minutes); then the
+  nemesis kills, flushes, evicts, pauses and fails them over, on one SQLite file that it
+  deletes, replaces and truncates, and on PostgreSQL (a primary; a primary and its standby,
+  asynchronous and synchronous, promoted or restored); it fails on any token accepted twice
+  (about 6 minutes); then the
   same over real MCP flows (``--mcp``: a protected fleet of SDK and FastMCP workers behind a
   balancer, SDK clients, the workers killed, paused, restarted and their clock stepped, the store's
-  link slowed and cut), two minutes per topology; it fails on a token accepted twice, a flow
+  link slowed and cut), 90 s per topology; it fails on a token accepted twice, a flow
   answered with another's state, a code the docs do not promise, or a fault no flow resumed after.
 - ``conformance``: the official MCP conformance suite against the SDK's and FastMCP's conformance
   servers, as shipped and under ``protect()``, and the probe on them and on a TypeScript SDK
