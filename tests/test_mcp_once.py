@@ -298,3 +298,22 @@ def test_exactly_once_refuses_what_names_no_target(
 ) -> None:
     with pytest.raises(error, match=message):
         exactly_once_targets(names)
+
+
+def failing_on_the_echo(ctx: Any) -> str | None:
+    """A principal source that fails on the round that echoes a state (a broken auth lookup, say)."""
+    if (ctx.params or {}).get("requestState") is not None:
+        raise RuntimeError("the principal could not be read")
+    return "alice"
+
+
+async def test_a_principal_that_cannot_be_read_on_the_echo_refuses_it_and_runs_nothing() -> None:
+    bookings = Bookings(subject=failing_on_the_echo)
+    with anyio.fail_after(TIMEOUT):
+        async with client_of(bookings) as client:
+            token = await round_one(client)
+            answer = await round_two(client, token)
+    assert (answer, bookings.runs) == (
+        (INVALID_PARAMS, INVALID_MESSAGE, {"reason": "invalid_request_state"}),
+        [],
+    )

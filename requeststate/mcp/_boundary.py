@@ -246,14 +246,20 @@ class Boundary:
         )
         return principal or "", tool
 
-    async def _open(
-        self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any], counts: Counts | None
-    ) -> tuple[str | None, tuple[str, str] | None]:
+    def _bound(self, ctx: ServerRequestContext[Any, Any], counts: Counts | None) -> tuple[str, str] | None:
+        """The identity an echo is checked for; ``None`` once refused (or raised) when it cannot be had."""
         try:
-            identity = self._identity(ctx)
+            return self._identity(ctx)
         except Exception:  # deny on error: a failing subject source or a target-less request refuses
             # Counted as the core counts an identity it cannot bind: wrong_binding.
             self._refuse(ctx, "binding_error", rs.Reason.WRONG_BINDING, counts, exc_info=True)
+            return None
+
+    async def _open(
+        self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any], counts: Counts | None
+    ) -> tuple[str | None, tuple[str, str] | None]:
+        identity = self._bound(ctx, counts)
+        if identity is None:
             return None, None
         subject, tool = identity
         token = params["requestState"]
@@ -276,10 +282,8 @@ class Boundary:
     ) -> HandlerResult:
         """An exactly-once target's round: its first call runs the handler and keeps the answer; an
         identical retry gets that answer, and nothing runs (docs/exactly-once.md)."""
-        try:
-            identity = self._identity(ctx)
-        except Exception:  # deny on error, as _open does
-            self._refuse(ctx, "binding_error", rs.Reason.WRONG_BINDING, counts, exc_info=True)
+        identity = self._bound(ctx, counts)
+        if identity is None:
             return await self._without_state(ctx, params, None, counts, call_next)
         subject, tool = identity
         try:
