@@ -428,8 +428,8 @@ class Codec:
     def keep(self, redemption: Redemption[Any], answer: str, /, *, now: int | None = None) -> bool:
         """Keep the first call's ``answer`` (text: the result, serialised) for its token's identical retries.
 
-        The answer is sealed as a state is, encrypted and bound to the redemption's subject,
-        claim and tool, and kept by the guard with the claim, until the token expires; an
+        The answer is sealed as a state is, encrypted, bound to the redemption's subject and
+        tool, and naming its claim, and kept by the guard with the claim, until the token expires; an
         answer longer than ``max_token_bytes`` sealed is kept as "too large" instead (its
         retry is refused as ``answer_too_large``).
 
@@ -525,7 +525,7 @@ class Codec:
         if not redemption.first:
             raise ValueError("only the first call of a redemption keeps an answer: a retry got it")
         claims = redemption.claims
-        token_id = claim_id(claims.token_id, claims.minted)
+        token_id = claims.claim_id
         minted = now_from(now, self._clock)
         tool = answer_tool(redemption.tool)
 
