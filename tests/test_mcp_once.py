@@ -85,20 +85,38 @@ async def client_of(bookings: Bookings) -> AsyncIterator[Client]:
         yield client
 
 
-async def round_one(client: Client, tool: str = "book", item: str = "room 7") -> str:
-    result = await client.session.call_tool(tool, {"item": item}, allow_input_required=True)
+def meta_of(user: str | None) -> RequestParamsMeta | None:
+    """The request's ``_meta``, naming ``user`` for ``user_in_meta``; none without one."""
+    return None if user is None else cast("RequestParamsMeta", {"user": user})
+
+
+async def round_one(client: Client, tool: str = "book", item: str = "room 7", user: str | None = None) -> str:
+    result = await client.session.call_tool(
+        tool, {"item": item}, allow_input_required=True, meta=meta_of(user)
+    )
     assert isinstance(result, InputRequiredResult)
     assert result.request_state is not None
     return result.request_state
 
 
 async def round_two(
-    client: Client, token: str, *, tool: str = "book", item: str = "room 7", replies: Any = YES
+    client: Client,
+    token: str,
+    *,
+    tool: str = "book",
+    item: str = "room 7",
+    replies: Any = YES,
+    user: str | None = None,
 ) -> object:
     """The final round: the tool's text, or the JSON-RPC error's (code, message, data)."""
     try:
         result = await client.session.call_tool(
-            tool, {"item": item}, allow_input_required=True, request_state=token, input_responses=replies
+            tool,
+            {"item": item},
+            allow_input_required=True,
+            request_state=token,
+            input_responses=replies,
+            meta=meta_of(user),
         )
     except MCPError as error:
         return error.error.code, error.error.message, error.error.data
@@ -182,39 +200,15 @@ def user_in_meta(ctx: Any) -> str | None:
 )
 async def test_a_retry_with_other_arguments_or_by_another_principal_is_refused(item: str, user: str) -> None:
     bookings = Bookings(subject=user_in_meta)
-
-    async def call(token: str, item: str, user: str) -> object:
-        try:
-            result = await client.session.call_tool(
-                "book",
-                {"item": item},
-                allow_input_required=True,
-                request_state=token,
-                input_responses=YES,
-                meta=cast("RequestParamsMeta", {"user": user}),
-            )
-        except MCPError as error:
-            return error.error.code, error.error.data
-        assert isinstance(result, CallToolResult)
-        assert isinstance(result.content[0], TextContent)
-        return result.content[0].text
-
     with anyio.fail_after(TIMEOUT):
         async with client_of(bookings) as client:
-            asked = await client.session.call_tool(
-                "book",
-                {"item": "room 7"},
-                allow_input_required=True,
-                meta=cast("RequestParamsMeta", {"user": "alice"}),
-            )
-            assert isinstance(asked, InputRequiredResult)
-            assert asked.request_state is not None
-            first = await call(asked.request_state, "room 7", "alice")
-            other = await call(asked.request_state, item, user)
-            again = await call(asked.request_state, "room 7", "alice")
+            token = await round_one(client, user="alice")
+            first = await round_two(client, token, user="alice")
+            other = await round_two(client, token, item=item, user=user)
+            again = await round_two(client, token, user="alice")
     assert (first, other, again, bookings.runs) == (
         "booked room 7 #1 confirmed=True",
-        (INVALID_PARAMS, {"reason": "invalid_request_state"}),
+        (INVALID_PARAMS, INVALID_MESSAGE, {"reason": "invalid_request_state"}),
         "booked room 7 #1 confirmed=True",
         ["book:room 7:True"],
     )
