@@ -69,7 +69,6 @@ class MemoryGuard:
         "_minted_here",
         "_monotonic",
         "_purged_to",
-        "_records",
         "_since",
     )
 
@@ -98,13 +97,12 @@ class MemoryGuard:
         self._capacity: Final = capacity
         self._monotonic: Final = monotonic
         self._lock: Final = threading.Lock()
-        # Each held id is in both: the set answers "claimed?", the heap finds the
-        # next to expire. An id enters once and leaves once, so they stay in step.
-        self._held: Final[set[str]] = set()
+        # Each held id is in both: the dict answers "claimed?", the heap finds the next to
+        # expire. An id enters once and leaves once, so they stay in step. The dict holds, for an
+        # exactly-once claim, its record: [its request's digest, its lease, the answer kept ("" until
+        # then)]; None for a claim of single use. The record leaves with its id.
+        self._held: Final[dict[str, list[str | int] | None]] = {}
         self._heap: Final[list[tuple[int, str]]] = []
-        # An exactly-once claim's record, by id, while the id is held: [its request's digest, its
-        # lease, the answer kept ("" until then)].
-        self._records: Final[dict[str, list[str | int]]] = {}
         # The ids its codecs minted by the time its memory began plus clock_skew: accepted all
         # the same, as they were minted after it began. At most ``capacity`` (then refused).
         self._minted_here: Final[set[str]] = set()
@@ -169,7 +167,7 @@ class MemoryGuard:
         """
         minted = self._ledger.dated(token_id, expires_at, now)
         with self._lock:
-            return self._add(token_id, expires_at, now, minted)
+            return self._add(token_id, expires_at, now, minted, None)
 
     def redeem(
         self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
@@ -180,10 +178,9 @@ class MemoryGuard:
         minted = self._ledger.dated(token_id, expires_at, now)
         digest = request_of(request, lease_until, now)
         with self._lock:
-            if self._add(token_id, expires_at, now, minted):
-                self._records[token_id] = [digest, lease_until, ""]
+            if self._add(token_id, expires_at, now, minted, [digest, lease_until, ""]):
                 return None
-            first, lease, kept = self._records.get(token_id, ("", 0, ""))
+            first, lease, kept = self._held[token_id] or ("", 0, "")
         return retried(digest, now, first, lease, kept)  # type: ignore[arg-type]
 
     def keep(self, token_id: str, request: str, answer: str, /) -> None:
@@ -191,18 +188,18 @@ class MemoryGuard:
         (``requeststate.KeepingGuard.keep``): only into its record, while held, and only once."""
         digest, answer = member_of(request), checked_answer(answer)
         with self._lock:
-            record = self._records.get(token_id)
+            record = self._held.get(token_id)
             if record is not None and record[0] == digest and not record[2]:
                 record[2] = answer
 
-    def _add(self, token_id: str, expires_at: int, now: int, minted: int) -> bool:
-        """Hold ``token_id`` (under the lock): ``True`` if it was not held."""
+    def _add(
+        self, token_id: str, expires_at: int, now: int, minted: int, record: list[str | int] | None
+    ) -> bool:
+        """Hold ``token_id`` and its exactly-once ``record`` (under the lock); ``True`` if it was new."""
         heap = self._heap
         clock = self._purge_clock(now - self._ledger.clock_skew)
         while heap and heap[0][0] < clock:
-            purged = heapq.heappop(heap)[1]
-            self._held.remove(purged)
-            self._records.pop(purged, None)
+            del self._held[heapq.heappop(heap)[1]]
         if token_id in self._held:
             return False
         if not self._ledger.postdates(minted, self._since) and token_id not in self._minted_here:
@@ -222,7 +219,7 @@ class MemoryGuard:
             )
         self._full = False
         self._minted_here.discard(token_id)
-        self._held.add(token_id)
+        self._held[token_id] = record
         heapq.heappush(heap, (expires_at, token_id))
         return True
 
