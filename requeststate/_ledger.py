@@ -169,7 +169,7 @@ def retried(request: str, now: int, first: str, lease_until: int, kept: str) -> 
         InvalidToken: ``replayed``: another request (or the first claim was one of single use);
             ``in_progress``: no answer yet, within the lease; ``outcome_unknown``: none, past it.
     """
-    if not first or not hmac.compare_digest(first, request):
+    if not hmac.compare_digest(first, request):  # "" (a claim of single use) matches no digest
         raise InvalidToken(Reason.REPLAYED)
     if kept:
         return kept
