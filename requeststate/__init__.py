@@ -46,7 +46,7 @@ from ._payload import MAX_JSON_DEPTH
 from ._peek import Peek, peek
 from ._redemption import Redemption
 from ._secrets import MIN_SECRET_BYTES, SecretEncoding
-from ._token_id import minted_at
+from ._token_id import ClaimId
 from ._version import __version__
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "AsyncGuard",
     "AsyncKeepingGuard",
     "CallOptions",
+    "ClaimId",
     "Claims",
     "Codec",
     "CodecOptions",
@@ -90,7 +91,6 @@ __all__ = [
     "decode",
     "encode",
     "guard_from_url",
-    "minted_at",
     "peek",
     "verify",
 ]

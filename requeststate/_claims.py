@@ -8,7 +8,7 @@ import msgspec
 
 from ._modes import Mode
 from ._payload import T
-from ._token_id import claim_id
+from ._token_id import ClaimId, claim_id
 
 __all__ = ["Claims"]
 
@@ -34,8 +34,8 @@ class Claims(msgspec.Struct, Generic[T], frozen=True):
     """The fingerprint of the key that verified it (``KeyRing.fingerprint`` when it is the minting key)."""
 
     @property
-    def claim_id(self) -> str | None:
-        """What a replay guard claims for this token: ``<minted>-<token_id>`` (``minted_at`` reads it)."""
+    def claim_id(self) -> ClaimId | None:
+        """What a replay guard claims for this token (its id and ``minted``); ``None`` if it lacks either."""
         return claim_id(self.token_id, self.minted)
 
     def __repr__(self) -> str:

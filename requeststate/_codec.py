@@ -35,7 +35,7 @@ from ._modes import Mode, WireMode, modes_from_env, wire_of
 from ._options import DEFAULT_MODE, DEFAULT_TTL, CodecOptions, Context, check_options, ttl_from_env
 from ._payload import Payload, T, read_state
 from ._redemption import Kept, Redemption, answer_mode, answer_tool
-from ._token_id import TOKEN_ID_BYTES, claim_id, dated_id
+from ._token_id import TOKEN_ID_BYTES, ClaimId, claim_id
 
 __all__ = ["CallOptions", "Codec", "decode", "encode", "verify"]
 
@@ -55,7 +55,7 @@ def now_from(now: object, clock: Callable[[], float] | None) -> int:
 class _Redeeming(NamedTuple):
     """A redemption on its way: its guard's ``redeem`` arguments, and what its token was checked for."""
 
-    token_id: str | None
+    claimed: ClaimId | None
     expires_at: int
     now: int
     request: str
@@ -64,9 +64,9 @@ class _Redeeming(NamedTuple):
     tool: str | None
 
     @property
-    def call(self) -> tuple[str | None, int, int, str, int]:
+    def call(self) -> tuple[ClaimId | None, int, int, str, int]:
         """The arguments of the guard's ``redeem``, after the guard."""
-        return self.token_id, self.expires_at, self.now, self.request, self.lease_until
+        return self.claimed, self.expires_at, self.now, self.request, self.lease_until
 
 
 @final
@@ -231,7 +231,7 @@ class Codec:
             self._max_bytes,
         )
         if self._mint_note is not None:
-            self._mint_note(dated_id(token_id, minted), minted)
+            self._mint_note(ClaimId(token_id, minted))
         if self._counts is not None:
             self._counts.minted()
         return token
@@ -444,9 +444,9 @@ class Codec:
         guard = cast("KeepingGuard", self._keeping())
         if self._guard_is_async:
             raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-        token_id, sealed = self._sealed_answer(redemption, answer, now)
+        claimed, sealed = self._sealed_answer(redemption, answer, now)
         try:
-            guard.keep(token_id, redemption.request, sealed)
+            guard.keep(claimed, redemption.request, sealed)
         except GuardUnavailable:
             return False
         return True
@@ -454,9 +454,9 @@ class Codec:
     async def akeep(self, redemption: Redemption[Any], answer: str, /, *, now: int | None = None) -> bool:
         """``keep`` for asyncio servers: an async guard's ``keep`` is awaited."""
         guard = self._keeping()
-        token_id, sealed = self._sealed_answer(redemption, answer, now)
+        claimed, sealed = self._sealed_answer(redemption, answer, now)
         try:
-            kept = guard.keep(token_id, redemption.request, sealed)
+            kept = guard.keep(claimed, redemption.request, sealed)
             if kept is not None:
                 await kept
         except GuardUnavailable:
@@ -479,9 +479,9 @@ class Codec:
         now = now_from(now, self._clock)
         opened = self._checked(token, subject, tool, now, type, raising=True)
         payload = opened[1]  # type: ignore[index]
-        token_id = claim_id(payload.id, payload.iat)
+        claimed = claim_id(payload.id, payload.iat)
         expires_at = payload.exp + self._leeway
-        return opened, _Redeeming(token_id, expires_at, now, request, now + self._lease, subject, tool)  # type: ignore[arg-type,return-value]
+        return opened, _Redeeming(claimed, expires_at, now, request, now + self._lease, subject, tool)  # type: ignore[arg-type,return-value]
 
     def _redeemed(self, opened: _Opened, kept: str | None, claimed: _Redeeming) -> Redemption[Any]:
         """The redemption of an accepted token: its claims, and the kept answer, opened, for a retry."""
@@ -512,20 +512,22 @@ class Codec:
             opened = read_state(payload.s, Kept)
         except InvalidToken:
             raise InvalidToken(Reason.OUTCOME_UNKNOWN) from None
-        if opened.claim != claimed.token_id:  # a store that answered with another claim's answer
+        if opened.claim != claimed.claimed:  # a store that answered with another claim's answer
             raise InvalidToken(Reason.OUTCOME_UNKNOWN)
         if opened.answer is None:
             raise InvalidToken(Reason.ANSWER_TOO_LARGE)
         return opened.answer  # type: ignore[no-any-return]
 
-    def _sealed_answer(self, redemption: Redemption[Any], answer: str, now: int | None) -> tuple[str, str]:
+    def _sealed_answer(
+        self, redemption: Redemption[Any], answer: str, now: int | None
+    ) -> tuple[ClaimId, str]:
         """The claimed id, and ``answer`` sealed for its retries: as "too large" if it does not fit."""
         if not isinstance(answer, str):
             raise TypeError(f"answer must be a str (the result, serialised), not {type(answer).__name__}")
         if not redemption.first:
             raise ValueError("only the first call of a redemption keeps an answer: a retry got it")
         claims = redemption.claims
-        token_id = claims.claim_id
+        claimed = claims.claim_id
         minted = now_from(now, self._clock)
         tool = answer_tool(redemption.tool)
 
@@ -549,9 +551,9 @@ class Codec:
             )
 
         try:
-            return token_id, sealed(Kept(token_id, answer))  # type: ignore[arg-type,return-value]
+            return claimed, sealed(Kept(claimed, answer))  # type: ignore[arg-type,return-value]
         except ValueError:  # longer than max_token_bytes: the retry is told it ran, answer too large
-            return token_id, sealed(Kept(token_id, None))  # type: ignore[arg-type,return-value]
+            return claimed, sealed(Kept(claimed, None))  # type: ignore[arg-type,return-value]
 
     def _opened(
         self, token: object, subject: object, tool: object, now: object, type: Any, *, raising: bool

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Final, Protocol
 
 from ._errors import InvalidToken, Reason
+from ._token_id import ClaimId
 
 __all__ = [
     "ASYNC_GUARD_NEEDS_AWAIT",
@@ -51,20 +52,20 @@ class GuardUnavailable(Exception):
 class Guard(Protocol):
     """Records redeemed token ids: the first claim of an id wins, every later one is a replay.
 
-    The id claimed is ``<iat>-<id>``: it tells when its token was minted
-    (``requeststate.minted_at``), so that a guard whose store lost its memory can refuse
-    every token minted before the loss, with ``InvalidToken(Reason.OUTSIDE_MEMORY)``.
+    The id claimed is a ``ClaimId``: the token's id and when it was minted, so that a guard
+    whose store lost its memory can refuse every token minted before the loss, with
+    ``InvalidToken(Reason.OUTSIDE_MEMORY)``.
     A guard may also define ``learn_leeway(seconds)``: each ``Codec`` built with the guard
     calls it once with its ``leeway``, and the guard raises ``ValueError`` there if it
-    cannot serve tokens held that long; ``minted_here(token_id, minted)``, which each such
-    ``Codec`` calls with every token it mints (its claimed id and ``iat``), for a guard that
+    cannot serve tokens held that long; ``minted_here(claimed)``, which each such ``Codec``
+    calls with the ``ClaimId`` of every token it mints, for a guard that
     serves its own process's tokens from its first second (``MemoryGuard``); and
     ``begin(now=None)``, which ``requeststate.mcp.protect`` calls when the server starts,
     returning the first unix second whose tokens it accepts.
     """
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Atomically record ``token_id`` as redeemed until ``expires_at`` (unix seconds).
+    def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Atomically record ``claimed`` as redeemed until ``expires_at`` (unix seconds).
 
         ``expires_at`` is the token's ``exp`` plus the verifier's leeway: the id
         stays claimed while ``now <= expires_at``. ``now`` is the verifier's clock.
@@ -84,8 +85,8 @@ class Guard(Protocol):
 class AsyncGuard(Protocol):
     """``Guard`` for asyncio servers: ``claim`` is a coroutine with the same contract."""
 
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Atomically record ``token_id`` as redeemed until ``expires_at``; see ``Guard.claim``."""
+    async def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Atomically record ``claimed`` as redeemed until ``expires_at``; see ``Guard.claim``."""
         ...
 
 
@@ -97,9 +98,9 @@ class KeepingGuard(Guard, Protocol):
     """
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        """Claim ``token_id`` for ``request``, as ``claim`` does, its first call holding the action until
+        """Claim ``claimed`` for ``request``, as ``claim`` does, its first call holding the action until
         ``lease_until``.
 
         ``request`` is what makes a retry identical (the guard holds its digest only).
@@ -116,8 +117,8 @@ class KeepingGuard(Guard, Protocol):
         """
         ...
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        """Keep ``answer`` (a sealed token) for the retries of ``token_id``'s first call for ``request``.
+    def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        """Keep ``answer`` (a sealed token) for the retries of ``claimed``'s first call for ``request``.
 
         Nothing is kept if the claim's record is gone (a loss: its token is refused anyway), holds
         another request, or holds an answer already (the first kept stays).
@@ -132,12 +133,12 @@ class AsyncKeepingGuard(AsyncGuard, Protocol):
     """``KeepingGuard`` for asyncio servers: ``redeem`` and ``keep`` are coroutines with the same contract."""
 
     async def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
         """See ``KeepingGuard.redeem``."""
         ...
 
-    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
+    async def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
         """See ``KeepingGuard.keep``."""
         ...
 
@@ -156,7 +157,7 @@ def check_guard(guard: object) -> None:
         raise TypeError(f"guard must be an instance, such as {guard.__name__}(), not the class itself")
     if not callable(getattr(guard, "claim", None)):
         raise TypeError(
-            f"guard must have a claim(token_id, expires_at, now) method; a {type(guard).__name__} has none"
+            f"guard must have a claim(claimed, expires_at, now) method; a {type(guard).__name__} has none"
         )
 
 
@@ -177,25 +178,25 @@ def tell_leeway(guard: object, leeway: int) -> None:
         learn(leeway)
 
 
-def mint_note(guard: object) -> Callable[[str, int], None] | None:
+def mint_note(guard: object) -> Callable[[ClaimId], None] | None:
     """``guard.minted_here``, which a codec calls with each token it mints, if the guard has it."""
     note = getattr(guard, "minted_here", None)
     return note if callable(note) else None
 
 
-def _settle(claimed: object) -> None:
-    if claimed is True:
+def _settle(first: object) -> None:
+    if first is True:
         return
-    if claimed is False:
+    if first is False:
         raise InvalidToken(Reason.REPLAYED)
-    if isinstance(claimed, Coroutine):
-        claimed.close()  # never awaited: close it, so no warning names the guard
+    if isinstance(first, Coroutine):
+        first.close()  # never awaited: close it, so no warning names the guard
         raise TypeError(ASYNC_GUARD_NEEDS_AWAIT)
-    raise TypeError(f"Guard.claim must return a bool, not {claimed.__class__.__name__}")
+    raise TypeError(f"Guard.claim must return a bool, not {first.__class__.__name__}")
 
 
-def claim(guard: Guard | AsyncGuard, token_id: str | None, expires_at: int, now: int) -> None:
-    """Claim a verified token's id in ``guard``: return on its first claim, else raise why it is refused.
+def claim(guard: Guard | AsyncGuard, claimed: ClaimId | None, expires_at: int, now: int) -> None:
+    """Claim a verified token in ``guard``: return on its first claim, else raise why it is refused.
 
     A token with no id (another writer's: mcp.d mints none) or no ``iat`` (requeststate
     0.3's) cannot be made single-use (``claim_id`` gives ``None``), and is refused as
@@ -205,26 +206,26 @@ def claim(guard: Guard | AsyncGuard, token_id: str | None, expires_at: int, now:
         InvalidToken: ``replayed``, ``guard_unavailable``, ``outside_memory`` or ``malformed``.
         TypeError: the guard is async (it needs ``aclaim``), or answered no bool.
     """
-    if token_id is None:
+    if claimed is None:
         raise InvalidToken(Reason.MALFORMED)
     try:
-        claimed = guard.claim(token_id, expires_at, now)
+        first = guard.claim(claimed, expires_at, now)
     except GuardUnavailable:
         raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
-    _settle(claimed)
+    _settle(first)
 
 
-async def aclaim(guard: AsyncGuard | Guard, token_id: str | None, expires_at: int, now: int) -> None:
+async def aclaim(guard: AsyncGuard | Guard, claimed: ClaimId | None, expires_at: int, now: int) -> None:
     """``claim``, awaiting an async guard's answer; a sync guard is called inline."""
-    if token_id is None:
+    if claimed is None:
         raise InvalidToken(Reason.MALFORMED)
     try:
-        claimed = guard.claim(token_id, expires_at, now)
-        if isinstance(claimed, Awaitable):
-            claimed = await claimed
+        first = guard.claim(claimed, expires_at, now)
+        if isinstance(first, Awaitable):
+            first = await first
     except GuardUnavailable:
         raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
-    _settle(claimed)
+    _settle(first)
 
 
 def _kept(kept: object) -> str | None:
@@ -237,14 +238,14 @@ def _kept(kept: object) -> str | None:
 
 
 def redeem(
-    guard: KeepingGuard, token_id: str | None, expires_at: int, now: int, request: str, lease_until: int
+    guard: KeepingGuard, claimed: ClaimId | None, expires_at: int, now: int, request: str, lease_until: int
 ) -> str | None:
     """Redeem a verified token's id in ``guard`` for ``request``: ``None`` on its first claim, else the kept
     answer; raises as ``claim`` does, and with ``KeepingGuard.redeem``'s reasons."""
-    if token_id is None:
+    if claimed is None:
         raise InvalidToken(Reason.MALFORMED)
     try:
-        kept = guard.redeem(token_id, expires_at, now, request, lease_until)
+        kept = guard.redeem(claimed, expires_at, now, request, lease_until)
     except GuardUnavailable:
         raise InvalidToken(Reason.GUARD_UNAVAILABLE) from None
     return _kept(kept)
@@ -252,17 +253,17 @@ def redeem(
 
 async def aredeem(
     guard: KeepingGuard | AsyncKeepingGuard,
-    token_id: str | None,
+    claimed: ClaimId | None,
     expires_at: int,
     now: int,
     request: str,
     lease_until: int,
 ) -> str | None:
     """``redeem``, awaiting an async guard's answer; a sync guard is called inline."""
-    if token_id is None:
+    if claimed is None:
         raise InvalidToken(Reason.MALFORMED)
     try:
-        kept = guard.redeem(token_id, expires_at, now, request, lease_until)
+        kept = guard.redeem(claimed, expires_at, now, request, lease_until)
         if isinstance(kept, Awaitable):
             kept = await kept
     except GuardUnavailable:

@@ -48,7 +48,7 @@ from ._bounds import check_int
 from ._errors import InvalidToken, Reason
 from ._guard import GuardUnavailable, check_claim_window
 from ._options import DEFAULT_LEEWAY, MAX_TTL
-from ._token_id import minted_at
+from ._token_id import ClaimId
 
 __all__ = [
     "DEFAULT_CLOCK_SKEW",
@@ -59,6 +59,7 @@ __all__ = [
     "Ledger",
     "Status",
     "checked_answer",
+    "claimed_member",
     "member_of",
     "request_of",
     "retried",
@@ -140,9 +141,16 @@ class Keep(NamedTuple):
     """The sealed answer (an ASCII token, which every store holds as text)."""
 
 
-def member_of(token_id: str) -> str:
-    """What a store holds for a claimed id: its SHA-256 in hex, so that the id never reaches the store."""
-    return hashlib.sha256(token_id.encode("utf-8", "surrogatepass")).hexdigest()
+def member_of(text: str) -> str:
+    """What a store holds for ``text`` (a claimed id's layout, a request): its SHA-256 in hex, so that
+    the text itself never reaches the store."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def claimed_member(claimed: ClaimId) -> str:
+    """What a store holds for ``claimed``: the digest of ``<minted>-<token_id>``, the layout requeststate
+    0.4 claimed, so that in a rolling upgrade the old workers and the new hold one member per token."""
+    return member_of(f"{claimed.minted}-{claimed.token_id}")
 
 
 def request_of(request: str, lease_until: int, now: int) -> str:
@@ -248,16 +256,15 @@ class Ledger:
                 )
             self._leeway = leeway
 
-    def prepare(self, token_id: str, expires_at: int, now: int) -> Claim:
-        """The claim of ``token_id``, for a store; raises as ``dated`` does."""
-        return self._claim(member_of(token_id), expires_at, now, self.dated(token_id, expires_at, now))
+    def prepare(self, claimed: ClaimId, expires_at: int, now: int) -> Claim:
+        """The claim of ``claimed``, for a store; raises as ``dated`` does."""
+        return self._claim(claimed_member(claimed), expires_at, now, self.dated(claimed, expires_at, now))
 
-    def dated(self, token_id: str, expires_at: int, now: int) -> int:
-        """When ``token_id``'s token was minted, once its claim's window is checked.
+    def dated(self, claimed: ClaimId, expires_at: int, now: int) -> int:
+        """When ``claimed``'s token was minted, once its claim's window is checked.
 
         Raises:
-            InvalidToken: ``outside_memory``: its id does not tell when it was minted, or it
-                was minted after ``now`` plus ``clock_skew``.
+            InvalidToken: ``outside_memory``: it was minted after ``now`` plus ``clock_skew``.
             GuardUnavailable: a time past 2**53 s, which a store cannot hold exactly.
             ValueError: ``expires_at`` is before ``now``.
         """
@@ -266,9 +273,7 @@ class Ledger:
         check_claim_window(expires_at, now)
         if not -_MAX_SECONDS <= now <= expires_at <= _MAX_SECONDS:
             raise GuardUnavailable("a time past 2**53 s, which a store cannot hold exactly")
-        minted = minted_at(token_id)
-        if minted is None:  # no store's memory can be shown to postdate it
-            raise InvalidToken(Reason.OUTSIDE_MEMORY)
+        minted = claimed.minted
         skew = self.clock_skew
         if minted > now + skew:
             self._warn_once(
@@ -280,18 +285,18 @@ class Ledger:
         return minted
 
     def prepare_redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int
     ) -> Claim:
-        """The exactly-once claim of ``token_id`` for ``request`` (what makes a retry identical), its first
+        """The exactly-once claim of ``claimed`` for ``request`` (what makes a retry identical), its first
         call holding the action until ``lease_until``; raises as ``dated`` does, and ``ValueError`` for a
         ``request`` that is not a ``str`` or a lease that ends before ``now``."""
         digest = request_of(request, lease_until, now)
-        return self.prepare(token_id, expires_at, now)._replace(request=digest, lease_until=lease_until)
+        return self.prepare(claimed, expires_at, now)._replace(request=digest, lease_until=lease_until)
 
     @staticmethod
-    def prepare_keep(token_id: str, request: str, answer: str) -> Keep:
-        """The answer to keep for the exactly-once claim of ``token_id`` for ``request``."""
-        return Keep(member_of(token_id), member_of(request), checked_answer(answer))
+    def prepare_keep(claimed: ClaimId, request: str, answer: str) -> Keep:
+        """The answer to keep for the exactly-once claim of ``claimed`` for ``request``."""
+        return Keep(claimed_member(claimed), member_of(request), checked_answer(answer))
 
     def mark(self, now: int) -> Claim:
         """The claim that only writes the marker, where it is missing or names another memory."""

@@ -12,6 +12,7 @@ from ._bounds import check_int
 from ._errors import InvalidToken, Reason
 from ._guard import GuardUnavailable
 from ._ledger import DEFAULT_CLOCK_SKEW, Ledger, checked_answer, member_of, request_of, retried
+from ._token_id import ClaimId
 
 __all__ = ["DEFAULT_CAPACITY", "MemoryGuard"]
 
@@ -124,15 +125,15 @@ class MemoryGuard:
         """Called by each ``Codec`` built with this guard; ``ValueError`` for a second, different leeway."""
         self._ledger.learn_leeway(leeway)
 
-    def minted_here(self, token_id: str, minted: int, /) -> None:
-        """Called by each ``Codec`` built with this guard with each token it mints (its claimed id and
-        ``iat``): a token minted after the guard was built is accepted at its first claim, however
-        close to the guard's first second."""
-        if self._ledger.postdates(minted, self._since):
+    def minted_here(self, claimed: ClaimId, /) -> None:
+        """Called by each ``Codec`` built with this guard with the ``ClaimId`` of each token it mints: a
+        token minted after the guard was built is accepted at its first claim, however close to the
+        guard's first second."""
+        if self._ledger.postdates(claimed.minted, self._since):
             return  # accepted anyway
         with self._lock:
             if len(self._minted_here) < self._capacity:
-                self._minted_here.add(token_id)
+                self._minted_here.add(claimed.token_id)
 
     def begin(self, now: int | None = None) -> int:
         """The first unix second from which this guard accepts the tokens of its own codecs: at once.
@@ -155,47 +156,51 @@ class MemoryGuard:
         self._purged_to = (clock, elapsed)
         return clock
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
+    def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Record ``claimed`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
             GuardUnavailable: the guard is full of ids that have not expired.
             InvalidToken: ``outside_memory``: the token was minted by the time the guard
                 was built (plus ``clock_skew``) and not by one of its codecs, or after
-                ``now`` plus ``clock_skew``, or its id does not tell when.
+                ``now`` plus ``clock_skew``.
             ValueError: ``expires_at`` is before ``now``.
         """
-        minted = self._ledger.dated(token_id, expires_at, now)
+        minted = self._ledger.dated(claimed, expires_at, now)
         with self._lock:
-            return self._add(token_id, expires_at, now, minted, None)
+            return self._add(claimed.token_id, expires_at, now, minted, None)
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        """Claim ``token_id`` for ``request``, exactly once: ``None`` on its first claim, else the answer kept
+        """Claim ``claimed`` for ``request``, exactly once: ``None`` on its first claim, else the answer kept
         for an identical retry (``requeststate.KeepingGuard.redeem``); raises as ``claim`` does, and
         ``InvalidToken`` (``replayed``, ``in_progress``, ``outcome_unknown``) for a retry."""
-        minted = self._ledger.dated(token_id, expires_at, now)
+        minted = self._ledger.dated(claimed, expires_at, now)
         digest = request_of(request, lease_until, now)
         with self._lock:
-            if self._add(token_id, expires_at, now, minted, [digest, lease_until, ""]):
+            if self._add(claimed.token_id, expires_at, now, minted, [digest, lease_until, ""]):
                 return None
-            first, lease, kept = self._held[token_id] or ("", 0, "")
+            first, lease, kept = self._held[claimed.token_id] or ("", 0, "")
         return retried(digest, now, first, lease, kept)  # type: ignore[arg-type]
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        """Keep ``answer`` for the identical retries of ``token_id``'s first call for ``request``
+    def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        """Keep ``answer`` for the identical retries of ``claimed``'s first call for ``request``
         (``requeststate.KeepingGuard.keep``): only into its record, while held, and only once."""
         digest, answer = member_of(request), checked_answer(answer)
         with self._lock:
-            record = self._held.get(token_id)
+            record = self._held.get(claimed.token_id)
             if record is not None and record[0] == digest and not record[2]:
                 record[2] = answer
 
     def _add(
         self, token_id: str, expires_at: int, now: int, minted: int, record: list[str | int] | None
     ) -> bool:
-        """Hold ``token_id`` and its exactly-once ``record`` (under the lock); ``True`` if it was new."""
+        """Hold ``token_id`` and its exactly-once ``record`` (under the lock); ``True`` if it was new.
+
+        Held by the token's id alone: its 128 random bits name one token. An id minted twice (by a
+        minter of its own with the deployment's keys) is refused the second time, never accepted twice.
+        """
         heap = self._heap
         clock = self._purge_clock(now - self._ledger.clock_skew)
         while heap and heap[0][0] < clock:

@@ -20,6 +20,7 @@ import msgspec
 from ._claims import Claims
 from ._modes import Mode
 from ._payload import T
+from ._token_id import ClaimId
 
 __all__ = ["ANSWER_CONTEXT", "Kept", "Redemption", "answer_mode", "answer_tool"]
 
@@ -30,7 +31,7 @@ ANSWER_CONTEXT: Final = "requeststate/answer/1"
 class Kept(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What a kept answer's token carries: the claim it answers, and the answer (``None``: too large)."""
 
-    claim: str
+    claim: ClaimId
     answer: str | None
 
 

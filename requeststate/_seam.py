@@ -12,7 +12,7 @@ graph). Each name is private for a reason:
   option, of every timeout, and of option names, so that a guard's options fail in the
   very words of a codec's ("ttl must be an int from 1 to 86400, got 0", "unexpected
   option(s) tll; the options are ...").
-- ``Ledger`` (with its ``Claim``, ``Answer`` and ``Status``): the rules that make single
+- ``Ledger`` (with its ``Claim``, ``Answer``, ``Status`` and ``claimed_member``): the rules that make single
   use hold on a store that can forget (dating its memory, the ``iat`` rule, pruning, the
   terms a namespace's verifiers share), in one place for ``MemoryGuard``, the Redis guards
   and the SQLite guards: each store only runs them atomically.
@@ -30,7 +30,7 @@ from __future__ import annotations
 from ._bounds import check_int, check_seconds
 from ._guard import keeps_answers
 from ._guard_url import ENCODE_HINT, check_guard_timeout, split_guard_url
-from ._ledger import Answer, Claim, Ledger, Status, member_of
+from ._ledger import Answer, Claim, Ledger, Status, claimed_member
 from ._metrics import Counts
 from ._options import refuse_unknown
 from ._secrets import COMMON_SECRETS
@@ -48,8 +48,8 @@ __all__ = [
     "check_guard_timeout",
     "check_int",
     "check_seconds",
+    "claimed_member",
     "keeps_answers",
-    "member_of",
     "refuse_unknown",
     "split_guard_url",
 ]

@@ -525,7 +525,7 @@ def _claimer(path: str, deadline: float) -> None:
         now = int(time.time())
         # Refused while the file's memory is new (outside_memory), or while it is locked: go on.
         with contextlib.suppress(rs.GuardUnavailable, rs.InvalidToken):
-            guard.claim(f"{now}-{os.urandom(16).hex()}", now + TTL, now)
+            guard.claim(rs.ClaimId(os.urandom(16).hex(), now), now + TTL, now)
 
 
 @contextmanager

@@ -605,14 +605,14 @@ def test_three_levels_of_the_most_tokens_fit_one_memory_guard() -> None:
 class AcceptingGuard:
     """Accepts every claim, a replay too."""
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         return True
 
 
 class DownGuard:
     """Never answers."""
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         raise rs.GuardUnavailable("down")
 
 
@@ -836,8 +836,8 @@ class CloseRaisingGuard:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._memory, name)  # claim, begin, and what a Codec tells its guard
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        return self._memory.claim(token_id, expires_at, now)
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+        return self._memory.claim(claimed, expires_at, now)
 
     async def aclose(self) -> None:
         raise ConnectionError("Connection closed by server.")

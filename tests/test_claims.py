@@ -67,33 +67,32 @@ def test_open_claims_the_token_in_the_guard() -> None:
 
 
 async def test_aopen_awaits_an_async_guard() -> None:
-    claimed: list[str] = []
+    seen: list[rs.ClaimId] = []
 
     class Recorder:
-        async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-            claimed.append(token_id)
-            return len(claimed) == 1
+        async def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+            seen.append(claimed)
+            return len(seen) == 1
 
     guarded = codec(guard=Recorder())
     token = guarded.encode("s", now=NOW)
     claims = await guarded.aopen(token, now=NOW)
-    assert claimed == [claims.claim_id]
+    assert seen == [claims.claim_id]
     with pytest.raises(rs.InvalidToken, match=r"^replayed$"):
         await guarded.aopen(token, now=NOW)
 
 
 def test_the_claim_id_is_what_a_guard_is_asked_to_claim() -> None:
-    seen: list[str] = []
+    seen: list[rs.ClaimId] = []
 
     class Recorder:
-        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-            seen.append(token_id)
+        def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+            seen.append(claimed)
             return True
 
     guarded = codec(guard=Recorder())
     claims = guarded.open(guarded.encode("s", now=NOW), now=NOW)
-    assert seen == [claims.claim_id] == [f"{NOW}-{claims.token_id}"]
-    assert rs.minted_at(claims.claim_id or "") == NOW
+    assert seen == [claims.claim_id] == [rs.ClaimId(str(claims.token_id), NOW)]
 
 
 def test_the_repr_leaves_the_state_out() -> None:

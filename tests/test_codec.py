@@ -367,19 +367,19 @@ def test_state_with_a_lone_surrogate_is_a_value_error(ring: rs.KeyRing, mode: rs
 
 class RecordingGuard:
     def __init__(self) -> None:
-        self.claims: list[tuple[str, int, int]] = []
+        self.claims: list[tuple[rs.ClaimId, int, int]] = []
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        self.claims.append((token_id, expires_at, now))
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+        self.claims.append((claimed, expires_at, now))
         return True
 
 
 class AsyncRecordingGuard:
     def __init__(self) -> None:
-        self.claims: list[tuple[str, int, int]] = []
+        self.claims: list[tuple[rs.ClaimId, int, int]] = []
 
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        self.claims.append((token_id, expires_at, now))
+    async def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+        self.claims.append((claimed, expires_at, now))
         return True
 
 
@@ -387,25 +387,25 @@ class AsyncMemoryGuard:
     def __init__(self) -> None:
         self.inner = rs.MemoryGuard()
 
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        return self.inner.claim(token_id, expires_at, now)
+    async def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+        return self.inner.claim(claimed, expires_at, now)
 
 
 class UnavailableGuard:
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         raise rs.GuardUnavailable("store down")
 
 
 class AsyncUnavailableGuard:
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    async def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         raise rs.GuardUnavailable("timeout")
 
 
 def test_guard_claims_the_token_id_until_exp_plus_leeway(ring: rs.KeyRing, mode: rs.Mode) -> None:
     guard = RecordingGuard()
     read(mint(ring, mode, ttl=300), ring, mode, now=NOW + 5, leeway=7, guard=guard)
-    [(token_id, expires_at, now)] = guard.claims
-    assert (rs.minted_at(token_id), expires_at, now) == (NOW, NOW + 300 + 7, NOW + 5)
+    [(claimed, expires_at, now)] = guard.claims
+    assert (claimed.minted, expires_at, now) == (NOW, NOW + 300 + 7, NOW + 5)
 
 
 def test_second_redemption_is_replayed(ring: rs.KeyRing, mode: rs.Mode) -> None:
@@ -454,7 +454,7 @@ def test_token_without_an_id_is_accepted_unguarded_and_refused_guarded(ring: rs.
 
 def test_guard_answer_that_is_not_a_bool_is_a_type_error(ring: rs.KeyRing) -> None:
     class Sloppy:
-        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
             return 1  # type: ignore[return-value]
 
     with pytest.raises(TypeError, match=r"^Guard.claim must return a bool, not int$"):
@@ -478,7 +478,7 @@ def test_a_sync_claim_that_returns_a_coroutine_is_a_type_error_naming_the_async_
     ring: rs.KeyRing,
 ) -> None:
     class SneakyGuard:  # claim is a plain function, so the codec cannot tell up front
-        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+        def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
             async def later() -> bool:
                 return True
 
@@ -490,11 +490,11 @@ def test_a_sync_claim_that_returns_a_coroutine_is_a_type_error_naming_the_async_
 
 
 def test_functions_take_an_unhashable_guard_and_keep_every_option(ring: rs.KeyRing) -> None:
-    class ListGuard(list[str]):  # a list: unhashable
-        def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-            if token_id in self:
+    class ListGuard(list[rs.ClaimId]):  # a list: unhashable
+        def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+            if claimed in self:
                 return False
-            self.append(token_id)
+            self.append(claimed)
             return True
 
     guard = ListGuard()
@@ -672,8 +672,8 @@ def test_averify_claims_what_verify_claims(ring: rs.KeyRing, mode: rs.Mode) -> N
     asyncio.run(rs.Codec(ring, mode=mode, leeway=7, guard=guard).averify(token, **options))
     rs.Codec(ring, mode=mode, leeway=7, guard=recorder).verify(token, **options)
     assert guard.claims == recorder.claims
-    [(token_id, expires_at, now)] = guard.claims
-    assert (rs.minted_at(token_id), expires_at, now) == (NOW, NOW + 300 + 7, NOW)
+    [(claimed, expires_at, now)] = guard.claims
+    assert (claimed.minted, expires_at, now) == (NOW, NOW + 300 + 7, NOW)
 
 
 def test_averify_decodes_the_requested_type(ring: rs.KeyRing, mode: rs.Mode) -> None:

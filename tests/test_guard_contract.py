@@ -44,26 +44,26 @@ class OnALoop:
         self._loop = asyncio.new_event_loop()
         self._lock = threading.Lock()  # one loop, called from the race's threads one at a time
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         with self._lock:
-            return bool(self._loop.run_until_complete(self.guard.claim(token_id, expires_at, now)))
+            return bool(self._loop.run_until_complete(self.guard.claim(claimed, expires_at, now)))
 
     def begin(self, now: int | None = None) -> int:
         with self._lock:
             return int(self._loop.run_until_complete(self.guard.begin(now)))
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: rs.ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
         with self._lock:
             kept: str | None = self._loop.run_until_complete(
-                self.guard.redeem(token_id, expires_at, now, request, lease_until)
+                self.guard.redeem(claimed, expires_at, now, request, lease_until)
             )
             return kept
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+    def keep(self, claimed: rs.ClaimId, request: str, answer: str, /) -> None:
         with self._lock:
-            self._loop.run_until_complete(self.guard.keep(token_id, request, answer))
+            self._loop.run_until_complete(self.guard.keep(claimed, request, answer))
 
     def close(self) -> None:
         self._loop.run_until_complete(self.guard.aclose())
@@ -271,8 +271,8 @@ def guards(store: Store) -> Iterator[Callable[..., Any]]:
         close(guard)
 
 
-def dated(minted: int) -> str:
-    return f"{minted}-{secrets.token_hex(16)}"
+def dated(minted: int) -> rs.ClaimId:
+    return rs.ClaimId(secrets.token_hex(16), minted)
 
 
 def ready(guard: Any) -> int:

@@ -498,9 +498,9 @@ class CountingGuard:
         self.inner = memory_guard()
         self.claims = 0
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         self.claims += 1
-        return self.inner.claim(token_id, expires_at, now)
+        return self.inner.claim(claimed, expires_at, now)
 
 
 class _Notification:
@@ -590,7 +590,7 @@ BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception], str]] = [
     (
         {"guard": object()},
         TypeError,
-        "guard must have a claim(token_id, expires_at, now) method; a object has none",
+        "guard must have a claim(claimed, expires_at, now) method; a object has none",
     ),
     ({"bind": "subject"}, ValueError, "bind must be one of ('request', 'target', 'mcpd'), got 'subject'"),
     ({"audience": b"svc"}, TypeError, "audience must be a str or None, not bytes"),

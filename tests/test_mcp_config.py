@@ -86,7 +86,7 @@ class ThreadNotingGuard:
     def __init__(self) -> None:
         self.threads: list[threading.Thread] = []
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         self.threads.append(threading.current_thread())
         return True
 

@@ -146,10 +146,10 @@ class AsyncMemoryGuard:
         self.inner = memory_guard()
         self.claims = 0
 
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    async def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         self.claims += 1
         await anyio.sleep(0)
-        return self.inner.claim(token_id, expires_at, now)
+        return self.inner.claim(claimed, expires_at, now)
 
 
 async def test_an_async_guard_is_awaited_and_refuses_a_second_redemption() -> None:
@@ -187,7 +187,7 @@ async def test_a_request_the_sdk_refuses_for_its_arguments_claims_nothing(
 class DownGuard:
     """An ``AsyncGuard`` whose store never answers: every claim raises ``GuardUnavailable``."""
 
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    async def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         raise rs.GuardUnavailable("the store did not answer")
 
 
@@ -328,7 +328,7 @@ async def test_a_store_in_use_serves_at_once(caplog: pytest.LogCaptureFixture) -
 class UnreachableGuard:
     """A guard whose store is down at start: ``begin`` raises as a Redis guard's does."""
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         raise AssertionError("never claimed: the server never started")
 
     def begin(self, now: int | None = None) -> int:

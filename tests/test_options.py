@@ -131,7 +131,7 @@ def test_an_int_out_of_range_is_refused_stating_the_range(
         ),
         (
             {"guard": object()},
-            r"^guard must have a claim\(token_id, expires_at, now\) method; a object has none$",
+            r"^guard must have a claim\(claimed, expires_at, now\) method; a object has none$",
         ),
         (
             {"guard": type("NoClaim", (), {"claim": 5})()},
@@ -154,7 +154,7 @@ class LearningGuard:
     def __init__(self) -> None:
         self.learned: list[int] = []
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
         return True
 
     def learn_leeway(self, leeway: int) -> None:

@@ -20,24 +20,24 @@ class Recording:
 
     def __init__(self) -> None:
         self.guard = rs.MemoryGuard(clock_skew=0, clock=lambda: NOW - 60)
-        self.kept: dict[str, str] = {}
-        self.swap: dict[str, str] = {}
+        self.kept: dict[rs.ClaimId, str] = {}
+        self.swap: dict[rs.ClaimId, str] = {}
         self.unavailable = False
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        return self.guard.claim(token_id, expires_at, now)
+    def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+        return self.guard.claim(claimed, expires_at, now)
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: rs.ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        kept = self.guard.redeem(token_id, expires_at, now, request, lease_until)
-        return self.swap.get(token_id, kept)
+        kept = self.guard.redeem(claimed, expires_at, now, request, lease_until)
+        return self.swap.get(claimed, kept)
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None:
+    def keep(self, claimed: rs.ClaimId, request: str, answer: str, /) -> None:
         if self.unavailable:
             raise rs.GuardUnavailable("the store did not answer")
-        self.kept[token_id] = answer
-        self.guard.keep(token_id, request, answer)
+        self.kept[claimed] = answer
+        self.guard.keep(claimed, request, answer)
 
 
 def codec(guard: Any = None, **options: Any) -> rs.Codec:

@@ -21,6 +21,7 @@ import pytest
 import redis.asyncio.cluster
 import redis.cluster
 
+import requeststate as rs
 from requeststate import GuardUnavailable, InvalidToken
 from requeststate.redis import CLUSTER_BUCKETS, AsyncRedisGuard, RedisGuard, claim_location
 
@@ -70,15 +71,15 @@ def cuttable() -> Iterator[Replicated]:
         yield running
 
 
-def fresh_ids(count: int, at: int = NOW) -> list[str]:
+def fresh_ids(count: int, at: int = NOW) -> list[rs.ClaimId]:
     return [minted(at) for _ in range(count)]
 
 
-def bucket_of(namespace: str, token_id: str) -> str:
+def bucket_of(namespace: str, token_id: rs.ClaimId) -> str:
     return claim_location(namespace, token_id, CLUSTER_BUCKETS).key
 
 
-def id_on(cluster: Cluster, namespace: str, master: Server, at: int = NOW) -> str:
+def id_on(cluster: Cluster, namespace: str, master: Server, at: int = NOW) -> rs.ClaimId:
     """An id, of a token minted at ``at``, whose claim lives on ``master``."""
     return next(
         token_id
@@ -87,7 +88,7 @@ def id_on(cluster: Cluster, namespace: str, master: Server, at: int = NOW) -> st
     )
 
 
-def holds(server: Server, namespace: str, token_id: str, buckets: int = 1) -> bool:
+def holds(server: Server, namespace: str, token_id: rs.ClaimId, buckets: int = 1) -> bool:
     """Whether ``server`` (a replica included: READONLY) holds the claim of ``token_id``."""
     key, member = claim_location(namespace, token_id, buckets)
     client = server.client()
@@ -99,7 +100,7 @@ def holds(server: Server, namespace: str, token_id: str, buckets: int = 1) -> bo
         client.close()
 
 
-def redeem_again(url: str, namespace: str, accepted: list[str]) -> int:
+def redeem_again(url: str, namespace: str, accepted: list[rs.ClaimId]) -> int:
     """How many ids accepted before a failover the server that took over (at guard URL ``url``) accepts again.
 
     The guard is a new one, as in a process started after the failover: it never saw the store.
@@ -227,7 +228,7 @@ def test_cluster_failover_lets_no_token_be_redeemed_again_without_waiting_for_re
                 lambda: successor.execute("INFO", "replication")["role"] == "master", "no takeover"
             )
 
-        async def scenario() -> tuple[list[str], list[bool | str], list[bool | str]]:
+        async def scenario() -> tuple[list[rs.ClaimId], list[bool | str], list[bool | str]]:
             options: dict[str, Any] = {"namespace": namespace, "timeout": PATIENT_SECONDS}
             before = RedisGuard.from_url(cluster_url(own), **options)
             before.begin(BEGUN)
@@ -350,14 +351,14 @@ def test_master_dying_behind_a_cut_replica_link_lets_no_token_be_redeemed_again_
     assert (outcomes, redeem_again(cuttable.replica.url, namespace, accepted)) == ([True] * 10, 0)
 
 
-def flood(guard: RedisGuard, kill: Server, threads: int = 4) -> tuple[list[str], Counter[str]]:
+def flood(guard: RedisGuard, kill: Server, threads: int = 4) -> tuple[list[rs.ClaimId], Counter[str]]:
     """Claim fresh ids from ``threads`` threads; SIGKILL ``kill`` once 400 are accepted.
 
     The threads stop after 50 attempts made once the server was dead.
 
     Returns the accepted ids and a count of every outcome after the kill.
     """
-    accepted: list[str] = []
+    accepted: list[rs.ClaimId] = []
     after_kill: Counter[str] = Counter()
     killed = threading.Event()
     lock = threading.Lock()

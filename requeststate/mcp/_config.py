@@ -164,20 +164,20 @@ class _OffLoop:
         self._guard = guard
 
     # No learn_leeway: the guard itself learned its codec's leeway, before it was wrapped.
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        return await anyio.to_thread.run_sync(self._guard.claim, token_id, expires_at, now)
+    async def claim(self, claimed: rs.ClaimId, expires_at: int, now: int, /) -> bool:
+        return await anyio.to_thread.run_sync(self._guard.claim, claimed, expires_at, now)
 
     async def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: rs.ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
         redeem = self._guard.redeem  # type: ignore[attr-defined]
         kept: str | None = await anyio.to_thread.run_sync(
-            redeem, token_id, expires_at, now, request, lease_until
+            redeem, claimed, expires_at, now, request, lease_until
         )
         return kept
 
-    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        await anyio.to_thread.run_sync(self._guard.keep, token_id, request, answer)  # type: ignore[attr-defined]
+    async def keep(self, claimed: rs.ClaimId, request: str, answer: str, /) -> None:
+        await anyio.to_thread.run_sync(self._guard.keep, claimed, request, answer)  # type: ignore[attr-defined]
 
 
 def _for_the_loop(guard: rs.Guard | rs.AsyncGuard | None) -> rs.Guard | rs.AsyncGuard | None:

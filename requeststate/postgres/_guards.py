@@ -15,7 +15,7 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from requeststate import DEFAULT_CLOCK_SKEW, GuardUnavailable
+from requeststate import DEFAULT_CLOCK_SKEW, ClaimId, GuardUnavailable
 from requeststate._seam import (
     ENCODE_HINT,
     Answer,
@@ -150,24 +150,26 @@ class _PostgresGuardBase(StoredGuard, Generic[PoolT]):
         """The server's own bound on a claim (a lock it waits on, say), as ``statement_timeout``."""
         return f"{math.ceil(self._timeout * 1000)}ms"
 
-    def _prepare(self, token_id: str, expires_at: int, now: int) -> tuple[Claim, list[bytes | None]] | None:
-        """The claim of ``token_id`` and the function's arguments; ``None`` for a replay the ledger
+    def _prepare(
+        self, claimed: ClaimId, expires_at: int, now: int
+    ) -> tuple[Claim, list[bytes | None]] | None:
+        """The claim of ``claimed`` and the function's arguments; ``None`` for a replay the ledger
         remembers (refused without a round trip)."""
-        claim = self._ledger.prepare(token_id, expires_at, now)
+        claim = self._ledger.prepare(claimed, expires_at, now)
         if self._ledger.answered_before(claim):
             return None
         return claim, arguments(self.namespace, claim, claim.terms)
 
     def _prepare_redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int
     ) -> tuple[Claim, list[bytes | None]]:
-        """The exactly-once claim of ``token_id`` for ``request`` and the function's arguments."""
-        claim = self._ledger.prepare_redeem(token_id, expires_at, now, request, lease_until)
+        """The exactly-once claim of ``claimed`` for ``request`` and the function's arguments."""
+        claim = self._ledger.prepare_redeem(claimed, expires_at, now, request, lease_until)
         return claim, arguments(self.namespace, claim, claim.terms)
 
-    def _prepare_keep(self, token_id: str, request: str, answer: str) -> list[bytes | None]:
-        """The arguments of the statement that keeps ``answer`` for ``token_id``'s first call."""
-        keep = self._ledger.prepare_keep(token_id, request, answer)
+    def _prepare_keep(self, claimed: ClaimId, request: str, answer: str) -> list[bytes | None]:
+        """The arguments of the statement that keeps ``answer`` for ``claimed``'s first call."""
+        keep = self._ledger.prepare_keep(claimed, request, answer)
         return [value.encode() for value in (self.namespace, keep.member, keep.request, keep.answer)]
 
     def _mark(self, now: int | None) -> list[bytes | None]:
@@ -219,8 +221,8 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
 
     __slots__ = ()
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
+    def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Record ``claimed`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
             GuardUnavailable: PostgreSQL did not record the claim within ``timeout`` or
@@ -229,16 +231,16 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
                 or its id does not tell when; or the namespace's verifiers use other terms.
             ValueError: ``expires_at`` is before ``now``.
         """
-        prepared = self._prepare(token_id, expires_at, now)
+        prepared = self._prepare(claimed, expires_at, now)
         if prepared is None:
             return False
         claim, args = prepared
         return self._ledger.settle(claim, self._read(self._run(claim_steps, args, "the claim")))
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        """Claim ``token_id`` for ``request``, exactly once, recording with the claim the request's digest
+        """Claim ``claimed`` for ``request``, exactly once, recording with the claim the request's digest
         and ``lease_until``: ``None`` on its first claim, else the answer kept for an identical retry
         (``requeststate.KeepingGuard.redeem``). One call of the claim function, as ``claim``.
 
@@ -246,18 +248,18 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
             InvalidToken: ``replayed``, ``in_progress``, ``outcome_unknown``, or as ``claim``.
             GuardUnavailable: as ``claim``.
         """
-        claim, args = self._prepare_redeem(token_id, expires_at, now, request, lease_until)
+        claim, args = self._prepare_redeem(claimed, expires_at, now, request, lease_until)
         return self._ledger.settle_redeem(claim, self._read(self._run(claim_steps, args, "the claim")))
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        """Keep ``answer`` in the record of ``token_id``'s first call for ``request``, if that record is
+    def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        """Keep ``answer`` in the record of ``claimed``'s first call for ``request``, if that record is
         there and has no answer yet (``requeststate.KeepingGuard.keep``): one statement.
 
         Raises:
             GuardUnavailable: PostgreSQL did not answer within ``timeout``, or answered an error:
                 the answer may not be kept.
         """
-        self._run(keep_steps, self._prepare_keep(token_id, request, answer), "the answer")
+        self._run(keep_steps, self._prepare_keep(claimed, request, answer), "the answer")
 
     def begin(self, now: int | None = None) -> int:
         """Record in the database that its memory begins now, where it has no record: call at start.
@@ -320,24 +322,24 @@ class AsyncPostgresGuard(_PostgresGuardBase[AsyncConnectionPool]):
 
     __slots__ = ()
 
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Record ``token_id`` until ``expires_at``; see ``PostgresGuard.claim``."""
-        prepared = self._prepare(token_id, expires_at, now)
+    async def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Record ``claimed`` until ``expires_at``; see ``PostgresGuard.claim``."""
+        prepared = self._prepare(claimed, expires_at, now)
         if prepared is None:
             return False
         claim, args = prepared
         return self._ledger.settle(claim, self._read(await self._run(claim_steps, args, "the claim")))
 
     async def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        """Claim ``token_id`` for ``request``, exactly once; see ``PostgresGuard.redeem``."""
-        claim, args = self._prepare_redeem(token_id, expires_at, now, request, lease_until)
+        """Claim ``claimed`` for ``request``, exactly once; see ``PostgresGuard.redeem``."""
+        claim, args = self._prepare_redeem(claimed, expires_at, now, request, lease_until)
         return self._ledger.settle_redeem(claim, self._read(await self._run(claim_steps, args, "the claim")))
 
-    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        """Keep ``answer`` for the retries of ``token_id``'s first call; see ``PostgresGuard.keep``."""
-        await self._run(keep_steps, self._prepare_keep(token_id, request, answer), "the answer")
+    async def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        """Keep ``answer`` for the retries of ``claimed``'s first call; see ``PostgresGuard.keep``."""
+        await self._run(keep_steps, self._prepare_keep(claimed, request, answer), "the answer")
 
     async def begin(self, now: int | None = None) -> int:
         """Record in the database that its memory begins now; see ``PostgresGuard.begin``."""

@@ -11,6 +11,7 @@ import redis.asyncio.cluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from requeststate import ClaimId
 from requeststate._seam import Answer, Ledger
 
 from ._base import GuardBase
@@ -44,24 +45,24 @@ class AsyncRedisGuard(GuardBase[AsyncClient]):
         cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
         self._turns = asyncio.Semaphore(MAX_CONNECTIONS) if cluster and timeout is not None else None
 
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Record ``token_id`` until ``expires_at``; see ``RedisGuard.claim``."""
-        prepared = self._prepare(token_id, expires_at, now)
+    async def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Record ``claimed`` until ``expires_at``; see ``RedisGuard.claim``."""
+        prepared = self._prepare(claimed, expires_at, now)
         if prepared is None:
             return False
         claim, keys, args = prepared
         return self._ledger.settle(claim, await self._run(keys, args, now))
 
     async def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        """Claim ``token_id`` for ``request``, exactly once; see ``RedisGuard.redeem``."""
-        claim, keys, args = self._prepare_redeem(token_id, expires_at, now, request, lease_until)
+        """Claim ``claimed`` for ``request``, exactly once; see ``RedisGuard.redeem``."""
+        claim, keys, args = self._prepare_redeem(claimed, expires_at, now, request, lease_until)
         return self._ledger.settle_redeem(claim, await self._run(keys, args, now))
 
-    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        """Keep ``answer`` for the retries of ``token_id``'s first call; see ``RedisGuard.keep``."""
-        keys, args = self._prepare_keep(token_id, request, answer)
+    async def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        """Keep ``answer`` for the retries of ``claimed``'s first call; see ``RedisGuard.keep``."""
+        keys, args = self._prepare_keep(claimed, request, answer)
         try:
             await self._in_turn(self._keep_script, keys, args)
         except ERRORS as error:

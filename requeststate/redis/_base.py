@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Final, Generic, Self, TypeAlias, TypeVar
 
+from requeststate import ClaimId
 from requeststate._seam import Answer, Claim, Ledger, StoredGuard
 
 from ._buckets import bucket_key, bucket_of, record_key
@@ -123,27 +124,27 @@ class GuardBase(StoredGuard, ABC, Generic[ClientT]):
             shown.append(f"clock_skew={self._ledger.clock_skew}")
         return f"{type(self).__name__}({', '.join(shown)})"
 
-    def _prepare(self, token_id: str, expires_at: int, now: int) -> _Prepared | None:
-        """The claim of ``token_id``, the script's keys and arguments; ``None`` for a replay of a claim
+    def _prepare(self, claimed: ClaimId, expires_at: int, now: int) -> _Prepared | None:
+        """The claim of ``claimed``, the script's keys and arguments; ``None`` for a replay of a claim
         Redis already answered to this guard (refused without a round trip)."""
-        claim = self._ledger.prepare(token_id, expires_at, now)
+        claim = self._ledger.prepare(claimed, expires_at, now)
         if self._ledger.answered_before(claim):
             return None
         return claim, [self._bucket(claim.member)], self._args(claim)
 
     def _prepare_redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int
     ) -> _Prepared:
-        """The exactly-once claim of ``token_id`` for ``request``, the script's keys and arguments (a
+        """The exactly-once claim of ``claimed`` for ``request``, the script's keys and arguments (a
         retry always asks Redis: it reads the first call's record); ``ValueError`` where the
         namespace keeps no records."""
-        claim = self._ledger.prepare_redeem(token_id, expires_at, now, request, lease_until)
+        claim = self._ledger.prepare_redeem(claimed, expires_at, now, request, lease_until)
         return claim, [self._bucket(claim.member), self._record(claim.member)], self._args(claim)
 
-    def _prepare_keep(self, token_id: str, request: str, answer: str) -> tuple[list[str], tuple[str, str]]:
+    def _prepare_keep(self, claimed: ClaimId, request: str, answer: str) -> tuple[list[str], tuple[str, str]]:
         """``KEEP_SCRIPT``'s keys (the claim's record) and arguments, to keep ``answer`` in the record of
-        ``token_id``'s claim; ``ValueError`` where the namespace keeps no records."""
-        member, digest, kept = self._ledger.prepare_keep(token_id, request, answer)
+        ``claimed``'s claim; ``ValueError`` where the namespace keeps no records."""
+        member, digest, kept = self._ledger.prepare_keep(claimed, request, answer)
         return [self._record(member)], (digest, kept)
 
     def _bucket(self, member: str) -> str:

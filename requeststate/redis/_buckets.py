@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from requeststate._seam import member_of
+from requeststate import ClaimId
+from requeststate._seam import claimed_member
 
 __all__ = ["CLUSTER_BUCKETS", "ClaimLocation", "bucket_key", "bucket_of", "claim_location", "record_key"]
 
@@ -14,21 +15,21 @@ CLUSTER_BUCKETS: Final = 1024
 
 
 class ClaimLocation(NamedTuple):
-    """The sorted set that holds a token id's claim, and the member that stands for the id in it."""
+    """The sorted set that holds a token's claim, and the member that stands for the claim in it."""
 
     key: str
     member: str
 
 
-def claim_location(namespace: str, token_id: str, buckets: int = 1) -> ClaimLocation:
-    """Where the claim of ``token_id`` lives: the SHA-256 of the id in hex, in one of ``buckets`` sorted sets.
+def claim_location(namespace: str, claimed: ClaimId, buckets: int = 1) -> ClaimLocation:
+    """Where the claim of ``claimed`` lives: its SHA-256 in hex, in one of ``buckets`` sorted sets.
 
     The id itself never reaches Redis, and every member has the same length. One
     Redis keeps every claim in ``namespace:claims``; a cluster guard spreads them
     over ``namespace:claims:0`` to ``namespace:claims:1023``, by the digest, so that
     the buckets, each in the slot its name hashes to, spread over every master.
     """
-    member = member_of(token_id)
+    member = claimed_member(claimed)
     return ClaimLocation(bucket_key(namespace, bucket_of(member, buckets), buckets), member)
 
 

@@ -12,6 +12,7 @@ import redis.cluster
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from requeststate import ClaimId
 from requeststate._seam import Answer
 
 from ._base import GuardBase
@@ -39,8 +40,8 @@ class RedisGuard(GuardBase[Client]):
 
     __slots__ = ()
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
+    def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Record ``claimed`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
             GuardUnavailable: Redis did not record the claim or answered an error, or the
@@ -50,16 +51,16 @@ class RedisGuard(GuardBase[Client]):
                 or its id does not tell when.
             ValueError: ``expires_at`` is before ``now``.
         """
-        prepared = self._prepare(token_id, expires_at, now)
+        prepared = self._prepare(claimed, expires_at, now)
         if prepared is None:
             return False
         claim, keys, args = prepared
         return self._ledger.settle(claim, self._run(keys, args, now))
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        """Claim ``token_id`` for ``request``, exactly once (``requeststate.KeepingGuard.redeem``): one
+        """Claim ``claimed`` for ``request``, exactly once (``requeststate.KeepingGuard.redeem``): one
         script, which on the first claim also writes its record (the request's digest and
         ``lease_until``), and on a retry reads that record back.
 
@@ -72,18 +73,18 @@ class RedisGuard(GuardBase[Client]):
             ValueError: as ``claim``; a lease that ends before ``now``; a cluster namespace with a
                 ``}`` (which keeps no records).
         """
-        claim, keys, args = self._prepare_redeem(token_id, expires_at, now, request, lease_until)
+        claim, keys, args = self._prepare_redeem(claimed, expires_at, now, request, lease_until)
         return self._ledger.settle_redeem(claim, self._run(keys, args, now))
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        """Keep ``answer`` (a sealed token) in the record of ``token_id``'s first call for ``request``,
+    def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        """Keep ``answer`` (a sealed token) in the record of ``claimed``'s first call for ``request``,
         if that record is there, holds ``request`` and no answer yet (``requeststate.KeepingGuard.keep``).
 
         Raises:
             GuardUnavailable: Redis did not answer: the answer may not be kept.
             ValueError: an answer that is no sealed token; a cluster namespace with a ``}``.
         """
-        keys, args = self._prepare_keep(token_id, request, answer)
+        keys, args = self._prepare_keep(claimed, request, answer)
         try:
             self._keep_script(keys=keys, args=args)
         except ERRORS as error:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Final, Self, final
 from urllib.parse import unquote
 
+from requeststate import ClaimId
 from requeststate._seam import Ledger, StoredGuard, check_guard_timeout, split_guard_url
 
 from ._file import SQLiteFile
@@ -103,18 +104,20 @@ class _SQLiteGuardBase(StoredGuard):
         """The file the claims are kept in."""
         return self._file.path
 
-    def _claim(self, token_id: str, expires_at: int, now: int) -> bool:
-        claim = self._ledger.prepare(token_id, expires_at, now)
+    def _claim(self, claimed: ClaimId, expires_at: int, now: int) -> bool:
+        claim = self._ledger.prepare(claimed, expires_at, now)
         if self._ledger.answered_before(claim):
             return False
         return self._ledger.settle(claim, self._file.claim(self.namespace, claim, claim.terms))
 
-    def _redeem(self, token_id: str, expires_at: int, now: int, request: str, lease_until: int) -> str | None:
-        claim = self._ledger.prepare_redeem(token_id, expires_at, now, request, lease_until)
+    def _redeem(
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int
+    ) -> str | None:
+        claim = self._ledger.prepare_redeem(claimed, expires_at, now, request, lease_until)
         return self._ledger.settle_redeem(claim, self._file.claim(self.namespace, claim, claim.terms))
 
-    def _keep(self, token_id: str, request: str, answer: str) -> None:
-        keep = self._ledger.prepare_keep(token_id, request, answer)
+    def _keep(self, claimed: ClaimId, request: str, answer: str) -> None:
+        keep = self._ledger.prepare_keep(claimed, request, answer)
         self._file.keep(self.namespace, keep.member, keep.request, keep.answer)
 
     def _begin(self, now: int | None) -> int:
@@ -163,8 +166,8 @@ class SQLiteGuard(_SQLiteGuardBase):
 
     __slots__ = ()
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Record ``token_id`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
+    def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Record ``claimed`` until ``expires_at``; ``True`` on its first claim, ``False`` on a replay.
 
         Raises:
             GuardUnavailable: the file could not record the claim (refused, or locked
@@ -174,12 +177,12 @@ class SQLiteGuard(_SQLiteGuardBase):
                 began (plus ``clock_skew``) or after ``now`` plus ``clock_skew``.
             ValueError: ``expires_at`` is before ``now``.
         """
-        return self._claim(token_id, expires_at, now)
+        return self._claim(claimed, expires_at, now)
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        """Claim ``token_id`` for ``request``, exactly once, recording with the claim the request's digest
+        """Claim ``claimed`` for ``request``, exactly once, recording with the claim the request's digest
         and ``lease_until``: ``None`` on its first claim, else the answer kept for an identical retry
         (``requeststate.KeepingGuard.redeem``).
 
@@ -187,16 +190,16 @@ class SQLiteGuard(_SQLiteGuardBase):
             InvalidToken: ``replayed``, ``in_progress``, ``outcome_unknown``, or as ``claim``.
             GuardUnavailable: as ``claim``.
         """
-        return self._redeem(token_id, expires_at, now, request, lease_until)
+        return self._redeem(claimed, expires_at, now, request, lease_until)
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        """Keep ``answer`` in the record of ``token_id``'s first call for ``request``, if that record is in
+    def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        """Keep ``answer`` in the record of ``claimed``'s first call for ``request``, if that record is in
         the file and has no answer yet (``requeststate.KeepingGuard.keep``): one transaction.
 
         Raises:
             GuardUnavailable: as ``claim``: the answer may not be kept.
         """
-        self._keep(token_id, request, answer)
+        self._keep(claimed, request, answer)
 
     def begin(self, now: int | None = None) -> int:
         """Record in the file that its memory begins now, where it has no record: call at start.
@@ -226,19 +229,19 @@ class AsyncSQLiteGuard(_SQLiteGuardBase):
 
     __slots__ = ()
 
-    async def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        """Record ``token_id`` until ``expires_at``; see ``SQLiteGuard.claim``."""
-        return await asyncio.to_thread(self._claim, token_id, expires_at, now)
+    async def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        """Record ``claimed`` until ``expires_at``; see ``SQLiteGuard.claim``."""
+        return await asyncio.to_thread(self._claim, claimed, expires_at, now)
 
     async def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
-        """Claim ``token_id`` for ``request``, exactly once; see ``SQLiteGuard.redeem``."""
-        return await asyncio.to_thread(self._redeem, token_id, expires_at, now, request, lease_until)
+        """Claim ``claimed`` for ``request``, exactly once; see ``SQLiteGuard.redeem``."""
+        return await asyncio.to_thread(self._redeem, claimed, expires_at, now, request, lease_until)
 
-    async def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        """Keep ``answer`` for the retries of ``token_id``'s first call; see ``SQLiteGuard.keep``."""
-        await asyncio.to_thread(self._keep, token_id, request, answer)
+    async def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        """Keep ``answer`` for the retries of ``claimed``'s first call; see ``SQLiteGuard.keep``."""
+        await asyncio.to_thread(self._keep, claimed, request, answer)
 
     async def begin(self, now: int | None = None) -> int:
         """Record in the file that its memory begins now; see ``SQLiteGuard.begin``."""

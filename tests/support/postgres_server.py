@@ -15,6 +15,7 @@ from multiprocessing.synchronize import Barrier
 
 import pytest
 
+from requeststate import ClaimId
 from requeststate.postgres import PostgresGuard
 from scripts.postgres_servers import PASSWORD_ROLE, PostgresUnavailable, Server, Servers, postgres_servers
 from tests.support import races
@@ -35,7 +36,9 @@ def servers_or_skip() -> Iterator[Servers]:
         pytest.skip(str(error))
 
 
-def claim_all(url: str, now: int, ids: list[str], start: Barrier, results: Queue[list[str] | str]) -> None:
+def claim_all(
+    url: str, now: int, ids: list[ClaimId], start: Barrier, results: Queue[list[ClaimId] | str]
+) -> None:
     """The race's worker, run in its own process: claim every id, report the ones this process won."""
     guard = PostgresGuard.from_url(url)
     try:
@@ -49,7 +52,7 @@ def claim_all(url: str, now: int, ids: list[str], start: Barrier, results: Queue
         guard.close()
 
 
-def race(url: str, ids: list[str], *, now: int, processes: int, seconds: float = 120) -> list[str]:
+def race(url: str, ids: list[ClaimId], *, now: int, processes: int, seconds: float = 120) -> list[ClaimId]:
     """``tests.support.races.race`` on PostgreSQL: each process begins its guard at once with the
     others, so that on a database with no tables yet every one of them finds none."""
     return races.race(functools.partial(claim_all, url, now), ids, processes=processes, seconds=seconds)

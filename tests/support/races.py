@@ -9,13 +9,15 @@ from collections.abc import Callable
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 
-Racer = Callable[[list[str], Barrier, "Queue[list[str] | str]"], None]
+from requeststate import ClaimId
+
+Racer = Callable[[list[ClaimId], Barrier, "Queue[list[ClaimId] | str]"], None]
 """A race's worker, run in its own process: claim every id once ``start`` lets it, and put the ids
 it won in ``results`` (or a line naming its error). Picklable: a module's function, or a
 ``functools.partial`` of one."""
 
 
-def race(racer: Racer, ids: list[str], *, processes: int, seconds: float) -> list[str]:
+def race(racer: Racer, ids: list[ClaimId], *, processes: int, seconds: float) -> list[ClaimId]:
     """Run ``racer`` in each of ``processes`` spawned processes at once; the ids each won, together.
 
     Half the processes claim in reverse order, so that every id is contested from both ends.
@@ -23,14 +25,14 @@ def race(racer: Racer, ids: list[str], *, processes: int, seconds: float) -> lis
     """
     context = multiprocessing.get_context("spawn")
     start = context.Barrier(processes)
-    results: Queue[list[str] | str] = context.Queue()
+    results: Queue[list[ClaimId] | str] = context.Queue()
     workers = [
         context.Process(target=racer, args=(ids if index % 2 == 0 else ids[::-1], start, results))
         for index in range(processes)
     ]
     for worker in workers:
         worker.start()
-    won: list[list[str] | str] = []
+    won: list[list[ClaimId] | str] = []
     deadline = time.monotonic() + seconds
     try:
         while len(won) < processes and time.monotonic() < deadline:

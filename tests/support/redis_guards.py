@@ -12,8 +12,8 @@ import asyncio
 import os
 from typing import Any, Protocol
 
-from requeststate import GuardUnavailable, InvalidToken, Reason
-from requeststate._token_id import TOKEN_ID_BYTES, claim_id
+from requeststate import ClaimId, GuardUnavailable, InvalidToken, Reason
+from requeststate._token_id import TOKEN_ID_BYTES
 from requeststate.redis import AsyncRedisGuard, RedisGuard
 
 __all__ = ["FLAVOURS", "OUTSIDE_MEMORY", "AsyncOnALoop", "Claimer", "build", "minted", "outcome"]
@@ -26,15 +26,15 @@ OUTSIDE_MEMORY = Reason.OUTSIDE_MEMORY
 class Claimer(Protocol):
     """A guard that tests call without awaiting."""
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool: ...
+    def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool: ...
 
     def begin(self, now: int | None = None) -> int: ...
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None: ...
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None: ...
+    def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None: ...
 
     def learn_leeway(self, leeway: int) -> None: ...
 
@@ -48,21 +48,21 @@ class AsyncOnALoop:
         self.guard = guard
         self._loop = asyncio.new_event_loop()
 
-    def claim(self, token_id: str, expires_at: int, now: int, /) -> bool:
-        return self._loop.run_until_complete(self.guard.claim(token_id, expires_at, now))
+    def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool:
+        return self._loop.run_until_complete(self.guard.claim(claimed, expires_at, now))
 
     def begin(self, now: int | None = None) -> int:
         return self._loop.run_until_complete(self.guard.begin(now))
 
     def redeem(
-        self, token_id: str, expires_at: int, now: int, request: str, lease_until: int, /
+        self, claimed: ClaimId, expires_at: int, now: int, request: str, lease_until: int, /
     ) -> str | None:
         return self._loop.run_until_complete(
-            self.guard.redeem(token_id, expires_at, now, request, lease_until)
+            self.guard.redeem(claimed, expires_at, now, request, lease_until)
         )
 
-    def keep(self, token_id: str, request: str, answer: str, /) -> None:
-        self._loop.run_until_complete(self.guard.keep(token_id, request, answer))
+    def keep(self, claimed: ClaimId, request: str, answer: str, /) -> None:
+        self._loop.run_until_complete(self.guard.keep(claimed, request, answer))
 
     def learn_leeway(self, leeway: int) -> None:
         self.guard.learn_leeway(leeway)
@@ -79,19 +79,17 @@ def build(flavour: str, url: str, **options: Any) -> Claimer:
     return AsyncOnALoop(AsyncRedisGuard.from_url(url, **options))
 
 
-def outcome(guard: Claimer, token_id: str, expires_at: int, now: int) -> bool | str:
+def outcome(guard: Claimer, claimed: ClaimId, expires_at: int, now: int) -> bool | str:
     """The claim's answer; else ``GuardUnavailable``'s message (an outage), or ``InvalidToken``'s reason
     (``OUTSIDE_MEMORY``: no retry of the token can succeed)."""
     try:
-        return guard.claim(token_id, expires_at, now)
+        return guard.claim(claimed, expires_at, now)
     except GuardUnavailable as error:
         return str(error)
     except InvalidToken as refused:
         return refused.reason
 
 
-def minted(at: int) -> str:
+def minted(at: int) -> ClaimId:
     """What a ``Codec`` claims for a fresh token minted at unix second ``at``."""
-    dated = claim_id(os.urandom(TOKEN_ID_BYTES).hex(), at)
-    assert dated is not None
-    return dated
+    return ClaimId(os.urandom(TOKEN_ID_BYTES).hex(), at)

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import pytest
 
+from requeststate import ClaimId
 from requeststate.redis import RedisGuard
 from scripts.redis_servers import (
     Cluster,
@@ -85,7 +86,7 @@ RACE_NOW = 2_000_000_000
 
 
 def claim_all(
-    url: str, namespace: str, ids: list[str], start: Barrier, results: Queue[list[str] | str]
+    url: str, namespace: str, ids: list[ClaimId], start: Barrier, results: Queue[list[ClaimId] | str]
 ) -> None:
     """The race's worker, run in its own process: claim every id, report the ones this process won."""
     now = RACE_NOW
@@ -98,6 +99,6 @@ def claim_all(
         guard.close()
 
 
-def race(url: str, namespace: str, ids: list[str], *, processes: int, seconds: float) -> list[str]:
+def race(url: str, namespace: str, ids: list[ClaimId], *, processes: int, seconds: float) -> list[ClaimId]:
     """``tests.support.races.race`` on Redis: ``url`` is a guard URL (``cluster_url`` for a cluster)."""
     return races.race(functools.partial(claim_all, url, namespace), ids, processes=processes, seconds=seconds)

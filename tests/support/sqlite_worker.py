@@ -3,7 +3,7 @@
 ``python -m tests.support.sqlite_worker PATH`` (with a lock timeout of 2 s: each commit waits for
 the disk, several times, and four workers claiming at once queue on the file's lock), then, on
 stdin, one command a line:
-``claim ID EXPIRES_AT NOW`` answers ``True``, ``False`` or ``unavailable``; ``begin NOW``
+``claim ID MINTED EXPIRES_AT NOW`` answers ``True``, ``False`` or ``unavailable``; ``begin NOW``
 answers the first second accepted. Each answer is one line on stdout.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from requeststate import GuardUnavailable, InvalidToken
+from requeststate import ClaimId, GuardUnavailable, InvalidToken
 from requeststate.sqlite import SQLiteGuard
 
 
@@ -21,7 +21,8 @@ def main() -> None:
         command, *words = line.split()
         try:
             if command == "claim":
-                answer = str(guard.claim(words[0], int(words[1]), int(words[2])))
+                token_id, minted, expires_at, now = words
+                answer = str(guard.claim(ClaimId(token_id, int(minted)), int(expires_at), int(now)))
             else:
                 answer = str(guard.begin(int(words[0])))
         except GuardUnavailable:
