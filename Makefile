@@ -72,7 +72,7 @@ matrix: $(UV)
 
 # The suite's load volume, which make test leaves out (pytest -m load: a cluster race of 100,000
 # claims), then single use under random faults on real redis-servers, an SQLite file, a
-# PostgreSQL primary and its standby pairs (scripts/nemesis.py), then the same over real MCP flows (--mcp);
+# PostgreSQL primary and its standby pairs (scripts/nemesis/), then the same over real MCP flows (--mcp);
 # make matrix runs both too. make nemesis NEMESIS_SECONDS=120 runs each topology longer than the
 # script's default (40).
 NEMESIS_SECONDS ?=

@@ -8,7 +8,7 @@
 - ``fuzz``: a short coverage-guided fuzzing run of ``Codec.verify`` (atheris).
 - ``benchmarks``: the benchmark harness's own tests (``benchmarks/test_benchmarks.py``).
 - ``nemesis``: the suite's load volume, which ``make test`` leaves out (``pytest -m load``: a
-  cluster race of 100,000 claims), then single use under faults (scripts/nemesis.py): worker
+  cluster race of 100,000 claims), then single use under faults (scripts/nemesis/): worker
   processes redeem tokens on real redis-servers (one, a replicated pair, a cluster) while a
   nemesis kills, flushes, evicts, pauses and fails them over, on one SQLite file that it
   deletes, replaces and truncates, and on PostgreSQL (a primary; a primary and its standby,

@@ -210,10 +210,10 @@ def test_the_summary_shows_each_wrong_answer_and_the_faults_on_the_first_flows_c
 
 @pytest.mark.load
 def test_a_short_run_on_an_sqlite_file_breaks_no_promise(tmp_path: Path) -> None:
-    from scripts import nemesis
+    from scripts.nemesis.cli import main
 
     out = tmp_path / "mcp.json"
-    code = nemesis.main(["--mcp", "--seconds", "30", "--topology", "sqlite", "--json", str(out)])
+    code = main(["--mcp", "--seconds", "30", "--topology", "sqlite", "--json", str(out)])
     (figures,) = json.loads(out.read_text())
     found = {
         name: figures[name] for name in ("double_redemptions", "cross_talk", "wrong_codes", "not resumed")

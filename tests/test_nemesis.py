@@ -1,10 +1,11 @@
-"""The nemesis's checker (scripts/nemesis.py): what its per-fault figures count, on a history made here."""
+"""The nemesis's checker (scripts/nemesis/checker.py): what its per-fault figures count, on a history."""
 
 from __future__ import annotations
 
 import pytest
 
-from scripts.nemesis import ACCEPTED, Fault, Redemption, Run
+from scripts.nemesis.checker import Run
+from scripts.nemesis.history import ACCEPTED, Fault, Redemption
 
 REFUSED = "outside_memory"
 

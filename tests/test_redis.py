@@ -4,7 +4,7 @@ The faults a claim can meet (no answer, each error reply, a client's own flood, 
 takes no more clients) and a Redis that forgets or swaps its memory (FLUSHALL, SWAPDB, a restart
 with or without persistence, an eviction) are here too, with the verifiers a namespace refuses
 (other terms, a stale clock, an undated token). Clusters, replicas,
-failovers and load: test_redis_fleet.py. Random faults under load: scripts/nemesis.py.
+failovers and load: test_redis_fleet.py. Random faults under load: scripts/nemesis/.
 """
 
 from __future__ import annotations

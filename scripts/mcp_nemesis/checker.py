@@ -28,7 +28,7 @@ from typing import Any
 
 from requeststate import DEFAULT_CLOCK_SKEW
 from scripts.mcp_nemesis import history as h
-from scripts.nemesis import OFFSET
+from scripts.nemesis.workers import OFFSET
 
 GRACE = 5.0
 LOSS_WINDOW = DEFAULT_CLOCK_SKEW + 2 * OFFSET + 1.5

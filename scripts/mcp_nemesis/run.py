@@ -1,11 +1,11 @@
 """``python -m scripts.nemesis --mcp``: the nemesis over real MCP flows, a fleet whose store and workers fail.
 
-On each topology of scripts/nemesis.py (its context managers and its store faults, imported), a
+On each topology of scripts/nemesis/topologies.py (its context managers and store faults), a
 fleet of protected workers (scripts/mcp_nemesis/fleet.py) behind one balancer address
 (scripts/mcp_nemesis/relay.py) reaches the store through a relay the nemesis controls (not on a
 cluster, whose client dials the nodes the cluster names, nor on an SQLite file); concurrent SDK
 clients (scripts/mcp_nemesis/clients.py) run flows while a seeded nemesis injects, every few
-seconds, one of: the store faults of scripts/nemesis.py; ``kill -9`` of a worker and its restart;
+seconds, one of: the store faults of scripts/nemesis/topologies.py; ``kill -9`` of a worker and its restart;
 ``SIGSTOP``/``SIGCONT`` of a worker; a rolling restart of every worker; a worker's clock stepped
 (within the guard's ``clock_skew`` of the others); the store's link slowed, or cut then healed.
 The checker (scripts/mcp_nemesis/checker.py) reads the history. Exit status 1 if it finds a double
@@ -27,12 +27,13 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from requeststate import DEFAULT_CLOCK_SKEW
-from scripts import nemesis
 from scripts.mcp_nemesis import history as h
 from scripts.mcp_nemesis.checker import Check
 from scripts.mcp_nemesis.clients import RETRY_FOR, clients_process
 from scripts.mcp_nemesis.fleet import START_SECONDS, Worker, running_fleet
 from scripts.mcp_nemesis.relay import Relay, relays
+from scripts.nemesis.topologies import FAULTS, SETUPS, Target
+from scripts.nemesis.workers import OFFSET
 
 CLIENTS = 8
 FLEET_FAULTS = ("worker-kill", "worker-pause", "rolling-restart", "worker-clock")
@@ -54,7 +55,7 @@ def _through(relay: Relay, url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def _guard_url(topology: str, target: nemesis.Target, opened: Any) -> tuple[str, Relay | None]:
+def _guard_url(topology: str, target: Target, opened: Any) -> tuple[str, Relay | None]:
     """The fleet's ``REQUESTSTATE_GUARD``, through a relay where the store is one address."""
     if topology == "sqlite":
         # The terms of the nemesis's own claimer (kill-claimer), which claims on the same file.
@@ -88,7 +89,7 @@ def _fleet_fault(kind: str, workers: list[Worker], link: Relay | None, chance: r
             worker.start()
             worker.wait_serving()
     elif kind == "worker-clock":
-        chance.choice(workers).step_clock(chance.uniform(-nemesis.OFFSET, nemesis.OFFSET))
+        chance.choice(workers).step_clock(chance.uniform(-OFFSET, OFFSET))
     elif kind == "link-delay":
         assert link is not None
         link.delay = chance.uniform(0.05, 0.5)
@@ -114,7 +115,7 @@ def run(
     chance = random.Random(f"{seed}:mcp:{topology}")
     context = multiprocessing.get_context("spawn")
     with (
-        nemesis.SETUPS[topology]() as target,
+        SETUPS[topology]() as target,
         relays() as opened,
         tempfile.TemporaryDirectory(prefix="mcp-nemesis-") as directory,
     ):
@@ -142,7 +143,7 @@ def run(
                 raise RuntimeError(f"the clients did not start within {START_SECONDS} s")
             began = time.time()
             deadline = began + seconds
-            kinds = nemesis.FAULTS[topology] + FLEET_FAULTS + (LINK_FAULTS if link is not None else ())
+            kinds = FAULTS[topology] + FLEET_FAULTS + (LINK_FAULTS if link is not None else ())
             faults: list[h.FaultWindow] = []
             time.sleep(min(5.0, seconds / 4))  # the first flows run
             while time.time() + QUIET_END < deadline:
