@@ -6,7 +6,7 @@ verify anywhere) and one **marker**: which memory the store holds (the store say
 names one: Redis by its process, replication history and database), when that memory
 began, and the **terms** that every verifier of the namespace shares. A store runs one
 claim atomically, in this order (its ``Answer``), and each store's contract test
-(tests/guard_contract.py) checks each step:
+(tests/test_guard_contract.py) checks each step:
 
 1. The marker is missing or names another memory (a restart, a flush, a failover, a new
    file): the store writes a new one, dated the later of the verifier's ``now`` and the

@@ -44,7 +44,7 @@ from requeststate.bench._claim_load import (
     stops_rising_at,
     tokens_for,
 )
-from requeststate.bench._guards import HIDDEN, NAMESPACE_PREFIX, NEEDS_EXTRA, guard_from_url, shown_url
+from requeststate.bench._guards import HIDDEN, NAMESPACE_PREFIX, guard_from_url, shown_url
 from requeststate.bench._http import HTTP_CLIENTS, HTTP_SERVERS, SLICES, HttpResult, http_rounds
 from requeststate.bench._mcp import FASTMCP_BOUNDARY, FASTMCP_PROTECT, MCPD, PROTECT, SDK_BOUNDARY, USE_CODEC
 from requeststate.bench._measure import (
@@ -856,14 +856,35 @@ def test_a_guard_whose_close_raises_loses_no_measurement(
     assert capsys.readouterr().err == "warning: the CloseRaisingGuard did not close (ConnectionError)\n" * 2
 
 
-def test_redis_without_the_extra_exits_2_naming_the_extra(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("url", "driver", "integration", "extra"),
+    [
+        ("redis://127.0.0.1:6379/0", "redis", "requeststate.redis", "pip install 'requeststate[redis]'"),
+        (
+            "postgresql://127.0.0.1/db",
+            "psycopg",
+            "requeststate.postgres",
+            "pip install 'requeststate[postgres]'",
+        ),
+    ],
+)
+def test_a_store_without_its_extra_exits_2_naming_that_extra(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    url: str,
+    driver: str,
+    integration: str,
+    extra: str,
 ) -> None:
-    # Catches: an ImportError's traceback where the fix is one pip install.
-    monkeypatch.setitem(sys.modules, "requeststate.redis", None)
-    code, out = bench_run("--guard", "redis://127.0.0.1:6379/0")
+    # Catches: an ImportError's traceback where the fix is one pip install, and a PostgreSQL guard
+    # told to install the redis extra (one message once served every store).
+    monkeypatch.setitem(sys.modules, driver, None)  # the driver is not installed
+    monkeypatch.delitem(sys.modules, integration, raising=False)  # so it is imported afresh
+    code, out = bench_run("--guard", url)
     assert (code, out) == (2, "")
-    assert capsys.readouterr().err == f"error: {NEEDS_EXTRA}\n"
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --guard {url}: {integration} needs the ")
+    assert extra in err
 
 
 # --- options that cannot be used -----------------------------------------------------

@@ -44,6 +44,8 @@ def loaded_by_import() -> frozenset[str]:
         "redis",
         "requeststate.sqlite",  # imported by guard_from_url when a URL names SQLite
         "sqlite3",
+        "requeststate.postgres",  # imported by guard_from_url when a URL names PostgreSQL
+        "psycopg",
     ],
 )
 def test_import_requeststate_does_not_load(loaded_by_import: frozenset[str], module: str) -> None:

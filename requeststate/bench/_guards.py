@@ -29,7 +29,6 @@ from ._options import MEMORY_URL, ConfigError
 __all__ = [
     "HIDDEN",
     "NAMESPACE_PREFIX",
-    "NEEDS_EXTRA",
     "BenchGuard",
     "bench_guard",
     "guard_from_url",
@@ -38,7 +37,6 @@ __all__ = [
 ]
 
 NAMESPACE_PREFIX: Final = "requeststate-bench-"
-NEEDS_EXTRA: Final = "a Redis --guard needs the redis extra: pip install 'requeststate[redis]'"
 HIDDEN: Final = "(address hidden: an '@' after it; percent-encode the password)"
 """Shown for a URL whose password may run past its host: a '/', '?' or '#' in it, not percent-encoded."""
 
@@ -92,8 +90,8 @@ def guard_from_url(
         return rs.guard_from_url(built, asyncio=asyncio)
     except ValueError as refused:
         raise ConfigError(f"--guard {shown_url(url)}: {refused}") from None
-    except ImportError:
-        raise ConfigError(NEEDS_EXTRA) from None
+    except ImportError as missing:  # the store's extra: the integration's own message names it
+        raise ConfigError(f"--guard {shown_url(url)}: {missing}") from None
 
 
 @dataclass(frozen=True)

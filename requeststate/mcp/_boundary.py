@@ -264,14 +264,13 @@ class Boundary:
         subject, tool = identity
         token = params["requestState"]
         try:
-            state: str = await self._codec.averify(token, subject=subject, tool=tool)
+            opened: rs.Claims[str] = await self._codec.aopen(token, subject=subject, tool=tool)
         except rs.InvalidToken as refused:
             self._refuse(ctx, refused.reason.value, refused.reason, counts)
             return None, identity
         if counts is not None:
-            # Accepted, so its prefix names one of our modes (a Claims would cost more).
-            counts.accepted(rs.Mode.of(token), self._claims)  # type: ignore[arg-type]
-        return state, identity
+            counts.accepted(opened.mode, self._claims)
+        return opened.state, identity
 
     async def _once(
         self,
