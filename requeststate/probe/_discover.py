@@ -3,29 +3,30 @@ input-required, and each round of their flows that can be judged (its unmodified
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final, TypeAlias
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp_types import InputRequiredResult, Prompt, Tool
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._decode import parse_json, split_prefix
-from ._placeholders import answers
+from ._edits import edits
+from ._placeholders import answers, every_argument, expand, placeholder_arguments, prompt_arguments
 from ._report import ProbeOptions, Report, Scope
 from ._session import (
+    NOT_MCP,
     Endpoint,
+    Kind,
     Outcome,
     ProbeError,
     Session,
     TransportFailure,
-    all_tools,
     asks,
-    attempt,
-    candidates,
     error_text,
     signature,
-    tool_candidate,
 )
 
 
@@ -219,3 +220,86 @@ def _unjudgeable(outcome: Outcome) -> str:
         f"the unmodified state is not accepted ({outcome.detail.removeprefix('refused: ')}), so no "
         "mutation can be judged: check the server's keys and the tool's arguments (--arguments)"
     )
+
+
+MAX_PAGES: Final = 5
+"""The most pages of one listing (tools, prompts, resources, templates) read: a cursor may never end."""
+MAX_LISTED: Final = 500
+"""The most items of one listing kept."""
+
+Candidate: TypeAlias = tuple[Kind, str, dict[str, Any], "dict[str, Any] | None"]
+"""kind, name (or URI), arguments, other arguments for the binding check."""
+
+
+def _changed(arguments: dict[str, Any], every: dict[str, Any]) -> dict[str, Any] | None:
+    """The arguments with one value changed (a string, if any: the likeliest to stay valid); with
+    none, every declared one; ``None`` if there are none."""
+    found = edits(arguments, MAX_LISTED)
+    if found:
+        edit = next((edit for edit in found if edit.kind == "string"), found[0])
+        changed: dict[str, Any] = edit.value  # type: ignore[assignment]
+        return changed
+    return every or None
+
+
+def tool_candidate(tool: Tool, arguments: dict[str, Any] | None) -> Candidate:
+    """How to call ``tool``: the given arguments, else placeholders for its required properties."""
+    sent = placeholder_arguments(tool) if arguments is None else arguments
+    return "tool", tool.name, sent, _changed(sent, every_argument(tool))
+
+
+def _prompt_candidate(prompt: Prompt) -> Candidate:
+    sent = prompt_arguments(prompt)
+    every = {argument.name: "probe" for argument in prompt.arguments or ()}
+    return "prompt", prompt.name, sent, _changed(sent, every)
+
+
+async def candidates(client: Client, tools: list[Tool], arguments: dict[str, Any] | None) -> list[Candidate]:
+    """Every tool not annotated destructive (called with ``arguments``, else placeholders), then every
+    prompt, resource and resource template."""
+    found = [
+        tool_candidate(tool, arguments)
+        for tool in tools
+        # discovery never calls a tool that says it is destructive; name it with --tool
+        if tool.annotations is None or tool.annotations.destructive_hint is not True
+    ]
+    capabilities = client.server_capabilities
+    if capabilities.prompts is not None:
+        found += [_prompt_candidate(prompt) for prompt in await _listed(client.list_prompts, "prompts")]
+    if capabilities.resources is not None:
+        found += [("resource", r.uri, {}, None) for r in await _listed(client.list_resources, "resources")]
+        templates = await _listed(client.list_resource_templates, "resource_templates")
+        found += [("resource", expand(t.uri_template), {}, None) for t in templates]
+    return found
+
+
+async def _listed(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+    """A listing across its pages, up to ``MAX_PAGES`` pages and ``MAX_LISTED`` items."""
+    try:
+        listed = await fetch()
+        items = list(getattr(listed, field))[:MAX_LISTED]
+        pages = 1
+        while listed.next_cursor and pages < MAX_PAGES and len(items) < MAX_LISTED:
+            listed = await fetch(cursor=listed.next_cursor)
+            pages += 1
+            items += getattr(listed, field)[: MAX_LISTED - len(items)]
+    except ValueError:  # pydantic's ValidationError
+        raise TransportFailure(NOT_MCP) from None
+    return items
+
+
+async def all_tools(client: Client) -> list[Tool]:
+    """Every tool the server lists, across pages."""
+    return await _listed(client.list_tools, "tools")
+
+
+async def attempt(session: Session, candidate: Candidate) -> Endpoint | str:
+    """Call ``candidate`` once: the ``Endpoint`` if it answers input-required with a state, else its error."""
+    kind, name, arguments, other = candidate
+    try:
+        result = await session.call_as(kind, name, arguments)
+    except MCPError as error:
+        return f"{kind} {name!r}: JSON-RPC {error.error.code} {error.error.message!r}"
+    if isinstance(result, InputRequiredResult) and result.request_state is not None:
+        return Endpoint(kind, name, arguments, result, other)
+    return ""

@@ -1,4 +1,4 @@
-"""Talking to the server: discovery of what answers input-required, fresh first rounds, echoes, verdicts.
+"""Talking to the server: fresh first rounds, echoes, and the verdict on each answer.
 
 Tools, prompts and resources (listed and templated) all carry ``requestState``;
 an ``Endpoint`` is one of them with the arguments (or URI) it is called with.
@@ -7,7 +7,7 @@ an ``Endpoint`` is one of them with the arguments (or URI) it is called with.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias, cast
 
@@ -22,13 +22,10 @@ from mcp_types import (
     GetPromptResult,
     InputRequiredResult,
     InputResponses,
-    Prompt,
     ReadResourceResult,
-    Tool,
 )
 
-from ._edits import edits
-from ._placeholders import answers, every_argument, expand, placeholder_arguments, prompt_arguments
+from ._placeholders import answers
 
 
 class ProbeError(Exception):
@@ -53,11 +50,7 @@ _TRANSPORT_CODES: Final = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT})
 # The SDK's HTTP client answers a request whose response body it could not read (one past the probe's
 # bounds, say) with a -32700 of its own, worded so. Any other -32700 is the server's: a refusal.
 _UNREAD: Final = "Failed to parse JSON response"
-_NOT_MCP: Final = "the server's answer is not a valid MCP result (the SDK refused its shape)"
-MAX_PAGES: Final = 5
-"""The most pages of one listing (tools, prompts, resources, templates) read: a cursor may never end."""
-MAX_LISTED: Final = 500
-"""The most items of one listing kept."""
+NOT_MCP: Final = "the server's answer is not a valid MCP result (the SDK refused its shape)"
 _COMPLETED: Final = {
     "tool": "the tool completed",
     "prompt": "the prompt was returned",
@@ -237,7 +230,7 @@ class Session:
                 raise TransportFailure(error_text(error)) from None
             raise
         except ValueError:  # pydantic's ValidationError: the answer is no MCP result
-            raise TransportFailure(_NOT_MCP) from None
+            raise TransportFailure(NOT_MCP) from None
         if not isinstance(
             result, CallToolResult | GetPromptResult | ReadResourceResult | InputRequiredResult
         ):
@@ -327,80 +320,3 @@ class Session:
 
 
 # --- discovery ---------------------------------------------------------------------------------------------
-
-Candidate: TypeAlias = tuple[Kind, str, dict[str, Any], "dict[str, Any] | None"]
-"""kind, name (or URI), arguments, other arguments for the binding check."""
-
-
-def _changed(arguments: dict[str, Any], every: dict[str, Any]) -> dict[str, Any] | None:
-    """The arguments with one value changed (a string, if any: the likeliest to stay valid); with
-    none, every declared one; ``None`` if there are none."""
-    found = edits(arguments, MAX_LISTED)
-    if found:
-        edit = next((edit for edit in found if edit.kind == "string"), found[0])
-        changed: dict[str, Any] = edit.value  # type: ignore[assignment]
-        return changed
-    return every or None
-
-
-def tool_candidate(tool: Tool, arguments: dict[str, Any] | None) -> Candidate:
-    """How to call ``tool``: the given arguments, else placeholders for its required properties."""
-    sent = placeholder_arguments(tool) if arguments is None else arguments
-    return "tool", tool.name, sent, _changed(sent, every_argument(tool))
-
-
-def _prompt_candidate(prompt: Prompt) -> Candidate:
-    sent = prompt_arguments(prompt)
-    every = {argument.name: "probe" for argument in prompt.arguments or ()}
-    return "prompt", prompt.name, sent, _changed(sent, every)
-
-
-async def candidates(client: Client, tools: list[Tool], arguments: dict[str, Any] | None) -> list[Candidate]:
-    """Every tool not annotated destructive (called with ``arguments``, else placeholders), then every
-    prompt, resource and resource template."""
-    found = [
-        tool_candidate(tool, arguments)
-        for tool in tools
-        # discovery never calls a tool that says it is destructive; name it with --tool
-        if tool.annotations is None or tool.annotations.destructive_hint is not True
-    ]
-    capabilities = client.server_capabilities
-    if capabilities.prompts is not None:
-        found += [_prompt_candidate(prompt) for prompt in await _listed(client.list_prompts, "prompts")]
-    if capabilities.resources is not None:
-        found += [("resource", r.uri, {}, None) for r in await _listed(client.list_resources, "resources")]
-        templates = await _listed(client.list_resource_templates, "resource_templates")
-        found += [("resource", expand(t.uri_template), {}, None) for t in templates]
-    return found
-
-
-async def _listed(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
-    """A listing across its pages, up to ``MAX_PAGES`` pages and ``MAX_LISTED`` items."""
-    try:
-        listed = await fetch()
-        items = list(getattr(listed, field))[:MAX_LISTED]
-        pages = 1
-        while listed.next_cursor and pages < MAX_PAGES and len(items) < MAX_LISTED:
-            listed = await fetch(cursor=listed.next_cursor)
-            pages += 1
-            items += getattr(listed, field)[: MAX_LISTED - len(items)]
-    except ValueError:  # pydantic's ValidationError
-        raise TransportFailure(_NOT_MCP) from None
-    return items
-
-
-async def all_tools(client: Client) -> list[Tool]:
-    """Every tool the server lists, across pages."""
-    return await _listed(client.list_tools, "tools")
-
-
-async def attempt(session: Session, candidate: Candidate) -> Endpoint | str:
-    """Call ``candidate`` once: the ``Endpoint`` if it answers input-required with a state, else its error."""
-    kind, name, arguments, other = candidate
-    try:
-        result = await session.call_as(kind, name, arguments)
-    except MCPError as error:
-        return f"{kind} {name!r}: JSON-RPC {error.error.code} {error.error.message!r}"
-    if isinstance(result, InputRequiredResult) and result.request_state is not None:
-        return Endpoint(kind, name, arguments, result, other)
-    return ""
