@@ -30,9 +30,8 @@ import pytest
 if TYPE_CHECKING:
     from requeststate.probe import Report, Target
 
-__all__ = ["INSTALL_HINT", "ProbeKeywords", "RequestStateProbe", "requeststate_probe"]
+__all__ = ["ProbeKeywords", "RequestStateProbe", "requeststate_probe"]
 
-INSTALL_HINT: Final = "pip install 'requeststate[mcp]'"
 _URL_SCHEMES: Final = ("http://", "https://")
 _T = TypeVar("_T")
 
