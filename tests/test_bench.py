@@ -61,6 +61,7 @@ from requeststate.bench._measure import (
     measure_guard,
 )
 from requeststate.bench._options import (
+    GUARD_NOTE,
     MEMORY_URL,
     MIN_STATE_BYTES,
     ConfigError,
@@ -362,9 +363,10 @@ def test_the_default_run_finishes_with_every_mode_the_boundaries_and_the_memory_
     assert lines[verdict_at + 3].startswith("  memory (MemoryGuard): ")
 
 
-def test_the_help_and_docs_list_the_same_guard_urls() -> None:
-    # Issue 43: --help listed unix:/// and omitted sqlite:////, the reverse of docs/cli.md.
-    # Catches: a URL added to one and not the other (both come from _options.GUARD_URLS).
+def test_the_help_and_docs_list_the_same_guard_urls_and_say_the_same_of_them() -> None:
+    # Issue 43: --help listed unix:/// and omitted sqlite:////, the reverse of docs/cli.md, and then
+    # said less of the stores than the docs. Catches: a URL, or a word of what --guard does to a store,
+    # in one and not the other (both come from _options.GUARD_URLS and GUARD_NOTE).
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)
     (action,) = (action for action in parser._actions if "--guard" in action.option_strings)
@@ -373,6 +375,8 @@ def test_the_help_and_docs_list_the_same_guard_urls() -> None:
     section = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").partition("## bench")[2]
     (row,) = re.findall(r"^\| `--guard URL` \|.*$", section, re.MULTILINE)
     assert guard_urls_text("`") in row
+    assert f"; {GUARD_NOTE}" in action.help
+    assert f"; {GUARD_NOTE};" in row
     assert "unix://" not in row + action.help
 
 

@@ -13,6 +13,7 @@ import requeststate as rs
 __all__ = [
     "DEFAULT_SECONDS",
     "DEFAULT_STATE_BYTES",
+    "GUARD_NOTE",
     "GUARD_URLS",
     "MAX_SECONDS",
     "MEMORY_URL",
@@ -26,6 +27,12 @@ __all__ = [
 ]
 
 MEMORY_URL: Final = "memory"
+GUARD_NOTE: Final = (
+    "a store is used under a namespace of the run's own (a Redis's keys are deleted after; an SQLite "
+    "file and a PostgreSQL database keep the run's rows); Redis needs the redis extra, PostgreSQL the "
+    "postgres extra"
+)
+"""What ``--guard`` does to a store, after its URLs: ``--help`` and docs/cli.md say it from here."""
 GUARD_URLS: Final = (
     (MEMORY_URL, "a MemoryGuard, the default"),
     ("redis://HOST:PORT/DB", "a RedisGuard, and an AsyncRedisGuard for the async path"),
@@ -109,8 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--guard",
         action="append",
         metavar="URL",
-        help=f"a replay guard to measure, repeated for several: {guard_urls_text()}; a store is used "
-        "under a namespace of the run's own (a Redis's keys are deleted after; it needs the redis extra)",
+        help=f"a replay guard to measure, repeated for several: {guard_urls_text()}; {GUARD_NOTE}",
     )
     parser.add_argument(
         "--seconds",
