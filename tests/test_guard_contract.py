@@ -1,7 +1,7 @@
 """The contract every replay guard passes, as Django's ``BaseCacheTests`` runs against every cache.
 
-Each store (memory; the SQLite file, sync and asyncio; Redis, sync and asyncio; a Redis
-Cluster) is a ``Store`` below: how to build its guard, make it forget, and make it stop
+Each store (memory; the SQLite file, Redis, a Redis Cluster and PostgreSQL, each sync and
+asyncio) is a ``Store`` below: how to build its guard, make it forget, and make it stop
 answering. Every test runs on every store; a store is added by adding a ``Store``.
 The rules behind the answers are tested once, in tests/test_ledger.py. Exactly-once
 redemptions (``redeem`` and ``keep``: the answer kept with the claim) are part of the contract.
