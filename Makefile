@@ -34,7 +34,10 @@ test: $(UV)
 	sh scripts/redis-test-server.sh
 	sh scripts/postgres-test-server.sh
 	$(MAKE) --no-print-directory lint
-	$(PY) -m pytest --cov
+	$(PY) -m coverage erase
+	$(PY) -m coverage run -m pytest
+	$(PY) -m coverage combine --quiet
+	$(PY) -m coverage report
 	$(MAKE) --no-print-directory docs
 	$(MAKE) --no-print-directory wheel-smoke
 

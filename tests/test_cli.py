@@ -125,6 +125,7 @@ def test_console_script_runs_the_demo() -> None:
     assert (done.returncode, without_randomness(done.stdout), done.stderr) == (0, DEMO, "")
 
 
+@pytest.mark.usefixtures("measured_subprocesses")  # python -m requeststate: only a fresh interpreter runs it
 def test_dunder_main_exits_with_mains_code() -> None:
     # A process of its own: under pytest, the plugin's entry point puts the package's modules
     # under assertion rewriting, whose loader runpy cannot run.
@@ -144,6 +145,7 @@ def test_main_runs_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert without_randomness(capsys.readouterr().out) == DEMO
 
 
+@pytest.mark.usefixtures("measured_subprocesses")  # the console script's end: only a fresh interpreter
 def test_demo_into_a_closed_pipe_exits_quietly() -> None:
     # The reader is gone before the demo writes, as with `requeststate demo | head -0`.
     assert SCRIPT is not None

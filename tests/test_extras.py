@@ -7,6 +7,9 @@ import sys
 
 import pytest
 
+# Each test is a fresh interpreter without an extra: what it runs, no test runs in process.
+pytestmark = pytest.mark.usefixtures("measured_subprocesses")
+
 
 def import_without(module: str, missing: str) -> subprocess.CompletedProcess[str]:
     # sys.modules[name] = None makes `import name` fail as if it were not installed.

@@ -117,6 +117,7 @@ def test_a_meter_that_is_no_meter_is_refused() -> None:
         rs.Codec(SECRET, mode="signed", metrics="requeststate")  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("measured_subprocesses")  # a fresh interpreter without the API
 def test_without_the_opentelemetry_api_nothing_is_imported() -> None:
     # opentelemetry is installed here: the script hides it from the one look requeststate takes.
     script = """

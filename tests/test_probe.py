@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import http.server
+import importlib
 import io
 import json
 import logging
@@ -15,11 +16,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import zlib
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -740,19 +741,16 @@ EMPTY_HEAD = (
 
 @pytest.fixture(scope="module")
 def insecure() -> probe.Report:
-    """examples/insecure_server.py probed once, strictly (--single-use, --require-confidential), on the
-    first round of its first tool alone: a report of one state."""
+    """examples/insecure_server.py's server probed once in this process, strictly (--single-use,
+    --require-confidential), on the first round of its first tool alone: a report of one state.
 
-    async def run() -> probe.Report:
-        with tempfile.TemporaryFile("w+") as server_log:
-            options = probe.ProbeOptions(
-                single_use=True, require_confidential=True, max_targets=1, max_rounds=1
-            )
-            return await probe.probe(
-                probe.Target(command=tuple(INSECURE)), options, server_log=server_log, timeout=60
-            )
-
-    return anyio.run(run)
+    In process, not over stdio: the example logs each state it cannot read with the SDK's rich
+    traceback (pygments over whole source files), 10 s of a probe over stdio; the probe silences
+    that logger in process. The example over stdio is examples/README.md's sample
+    (tests/test_docs_examples.py)."""
+    example = importlib.import_module("examples.insecure_server")
+    options = probe.ProbeOptions(single_use=True, require_confidential=True, max_targets=1, max_rounds=1)
+    return anyio.run(partial(probe.probe, probe.Target(server=example.server), options, timeout=60))
 
 
 def test_insecure_server_fails(insecure: probe.Report) -> None:
@@ -773,7 +771,7 @@ def test_insecure_server_json_report_says_what_was_probed(insecure: probe.Report
     report = insecure.to_json()
     fields = ("target", "server", "protocol", "tool", "other_tool", "state", "baseline")
     assert {field: report[field] for field in fields} == {
-        "target": {"transport": "stdio", "command": INSECURE},
+        "target": {"transport": "in-process"},
         "server": "insecure-booking",
         "protocol": "2026-07-28",
         "tool": {
@@ -786,6 +784,11 @@ def test_insecure_server_json_report_says_what_was_probed(insecure: probe.Report
         "state": "JSON text, 51 characters",
         "baseline": f"the unmodified state is {ACCEPTED}",
     }
+
+
+def test_a_json_report_names_the_command_it_probed_over_stdio() -> None:
+    report = probe.Report(probe.Target(command=tuple(INSECURE)))
+    assert report.to_json()["target"] == {"transport": "stdio", "command": INSECURE}
 
 
 def skipped(check_id: str, name: str, detail: str) -> dict[str, str]:

@@ -40,7 +40,6 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOKING = [sys.executable, str(ROOT / "examples" / "booking_server.py")]
-INSECURE = [sys.executable, str(ROOT / "examples" / "insecure_server.py")]
 # The plugin by its module, with its entry point blocked: once requeststate is installed with the
 # entry point, both would register the one module, which pluggy refuses.
 PLUGIN = ("-p", "no:requeststate", "-p", "requeststate.pytest_plugin")
@@ -189,12 +188,16 @@ def test_the_failure_names_each_flaw_with_its_evidence_and_what_was_not_tested(
     ]
 
 
-def test_the_insecure_example_over_stdio_fails_every_flaw_including_another_target(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The one flaw no in-process gallery server has: a state sent to another tool is accepted.
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    result = run_user_test(pytester, f"{INSECURE!r}, single_use=True, require_confidential=True")
+def test_the_insecure_example_fails_every_flaw_including_another_target(pytester: pytest.Pytester) -> None:
+    # The one flaw no gallery server has: a state sent to another tool is accepted. Its server in
+    # process: over stdio it logs each state it cannot read with the SDK's rich traceback (19 s
+    # here); a command is test_a_command_passes's, the example over stdio examples/README.md's sample.
+    setup = """
+    import importlib
+
+    app = importlib.import_module("examples.insecure_server").server
+    """
+    result = run_user_test(pytester, "app, single_use=True, require_confidential=True", setup)
     result.assert_outcomes(failed=1)
     # Two tools of two rounds each: every row that attacks a state FAILs on each of the four.
     every = f"{BOTH}; tool change_booking, round 1; tool change_booking, round 2"
@@ -471,6 +474,7 @@ def test_a_target_the_fixture_cannot_probe_is_refused_before_probing(
     result.stdout.fnmatch_lines([f"E *{message}"])
 
 
+@pytest.mark.usefixtures("measured_subprocesses")  # a fresh pytest without the extra
 def test_without_the_mcp_extra_the_plugin_loads_and_the_fixture_names_the_install(
     pytester: pytest.Pytester,
 ) -> None:
