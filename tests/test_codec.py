@@ -682,6 +682,29 @@ def test_averify_decodes_the_requested_type(ring: rs.KeyRing, mode: rs.Mode) -> 
     assert asyncio.run(codec.averify(token, now=NOW, type=Booking)) == Booking(1, "d")
 
 
+GUARDS: Final = {"no guard": lambda: None, "sync guard": rs.MemoryGuard, "async guard": AsyncMemoryGuard}
+
+
+@pytest.mark.parametrize("guard", GUARDS.values(), ids=GUARDS.keys())
+def test_aopen_opens_the_token_for_the_subject_tool_and_type_it_is_given(
+    ring: rs.KeyRing, guard: Any
+) -> None:
+    # The MCP boundary opens each echo so (protect()). Catches: an argument of aopen's not passed on,
+    # on either path (an async guard's, or none and a sync guard's).
+    codec = rs.Codec(ring, mode="encrypted", guard=guard())
+    token = codec.encode(Booking(1, "d"), subject="alice", tool="book", now=NOW)
+    claims = asyncio.run(codec.aopen(token, subject="alice", tool="book", now=NOW, type=Booking))
+    assert (claims.state, claims.mode, claims.minted) == (Booking(1, "d"), rs.Mode.ENCRYPTED, NOW)
+
+
+@pytest.mark.parametrize("guard", GUARDS.values(), ids=GUARDS.keys())
+def test_aopen_refuses_a_token_expired_at_the_now_it_is_given(ring: rs.KeyRing, guard: Any) -> None:
+    codec = rs.Codec(ring, mode="encrypted", ttl=10, guard=guard())
+    token = codec.encode("state", now=NOW)
+    with pytest.raises(rs.InvalidToken, match=r"^expired$"):
+        asyncio.run(codec.aopen(token, now=NOW + 11))
+
+
 @pytest.mark.parametrize(
     "options",
     [{"now": NOW + 11}, {"subject": "bob", "now": NOW}, {"now": NOW, "type": Step}],
