@@ -55,7 +55,7 @@ def now_from(now: object, clock: Callable[[], float] | None) -> int:
 class _Redeeming(NamedTuple):
     """A redemption on its way: its guard's ``redeem`` arguments, and what its token was checked for."""
 
-    claimed: ClaimId | None
+    claim_id: ClaimId | None
     expires_at: int
     now: int
     request: str
@@ -66,7 +66,7 @@ class _Redeeming(NamedTuple):
     @property
     def call(self) -> tuple[ClaimId | None, int, int, str, int]:
         """The arguments of the guard's ``redeem``, after the guard."""
-        return self.claimed, self.expires_at, self.now, self.request, self.lease_until
+        return self.claim_id, self.expires_at, self.now, self.request, self.lease_until
 
 
 @final
@@ -512,7 +512,7 @@ class Codec:
             opened = read_state(payload.s, Kept)
         except InvalidToken:
             raise InvalidToken(Reason.OUTCOME_UNKNOWN) from None
-        if opened.claim != claimed.claimed:  # a store that answered with another claim's answer
+        if opened.claim != claimed.claim_id:  # a store that answered with another claim's answer
             raise InvalidToken(Reason.OUTCOME_UNKNOWN)
         if opened.answer is None:
             raise InvalidToken(Reason.ANSWER_TOO_LARGE)
