@@ -1,8 +1,10 @@
 """The slower checks that ``make matrix`` runs after ``make test``; ``NOX_ARGS="-s NAME"`` runs one.
 
-- ``tests``: the whole suite on each Python the package claims, with the MCP SDK's own
-  request-state tests that ``make test`` leaves out (``-m "not load"``: they fetch the ``mcp``
-  sdist from PyPI). An interpreter that is not installed is skipped, and nox says so in its summary.
+- ``tests``: the whole suite on each Python the package claims, with what ``make test`` leaves
+  out (``-m "not load"``): the MCP SDK's own request-state tests (they fetch the ``mcp`` sdist
+  from PyPI), and the combinations of a process-starting test beyond the covering set that
+  ``make test`` runs (``matrix``: tests/support/combinations.py). An interpreter that is not
+  installed is skipped, and nox says so in its summary.
 - ``lowest``: the same suite with every runtime dependency at its declared lower
   bound (uv's ``--resolution lowest-direct``): a bound that fails here is one to raise.
 - ``fuzz``: a short coverage-guided fuzzing run of ``Codec.verify`` (atheris).
@@ -38,8 +40,8 @@ nox.options.error_on_missing_interpreters = False
 nox.options.reuse_venv = "yes"
 
 PYTHONS = ["3.11", "3.12", "3.13"]
-# The suite's sessions: all but the load volume, the SDK's own suite included (pyproject.toml's
-# addopts leave it out of make test).
+# The suite's sessions: all but the load volume, the SDK's own suite and every combination of the
+# process-starting tests included (pyproject.toml's addopts leave both out of make test).
 SUITE = ("-m", "not load")
 
 
