@@ -16,6 +16,10 @@ UV_VERSION := $(shell sed -n 's/^required-version = "==\(.*\)"$$/\1/p' pyproject
 UV := build/uv-$(UV_VERSION)/bin/uv
 NO_SYSTEM_PACKAGES ?=
 export NO_SYSTEM_PACKAGES
+# Every Python a target starts writes the bytecode of what it imports (into __pycache__/, which git
+# ignores), and the next one reads it: the suite starts hundreds of interpreters (servers, probes,
+# consoles), and pytest caches its assertion rewriting there. uv compiles nothing (pyproject.toml).
+unexport PYTHONDONTWRITEBYTECODE
 
 # .venv as uv.lock pins it: the project (editable) and what the target names. --locked: a
 # uv.lock behind pyproject.toml is an error (make lock). --inexact: what else is installed stays;
@@ -53,10 +57,10 @@ docs: $(UV)
 	$(SYNC) --inexact --group docs
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build
 
-# python -m build, twine check --strict, check-wheel-contents, then the wheel alone in a fresh venv.
+# uv build, twine check --strict, check-wheel-contents, then the wheel alone in a fresh venv.
 wheel-smoke: $(UV)
 	$(SYNC) --inexact --group package
-	$(PY) -m scripts.wheel_smoke
+	$(PY) -m scripts.wheel_smoke --uv $(UV)
 
 # noxfile.py: the suite on Python 3.11, 3.12 and 3.13 (a missing interpreter is
 # skipped loudly), once at the lowest declared versions, fuzzing, the nemesis and the
