@@ -1,7 +1,9 @@
 # Two commands, on a fresh machine with Python 3.11+, make and apt:
 #   make demo    sets up .venv with the package alone, and runs the demo;
 #   make test    sets up .venv exactly as uv.lock pins it (every extra, the dev group), then
-#                lint, types, the suite with coverage, the docs build and the wheel check.
+#                lint and types, the docs build and the wheel check side by side (mypy takes one
+#                core, the other two share the other; each target's output is printed whole once
+#                it ends), then the suite with coverage.
 # uv installs .venv from uv.lock. uv itself, at the version pyproject.toml pins ([tool.uv]
 # required-version), is installed first into build/uv-VERSION by the python3 that runs make
 # (PYTHON=), which .venv is then made from; uv never downloads a Python (pyproject.toml).
@@ -37,13 +39,11 @@ test: $(UV)
 	$(SYNC) $(DEV)
 	sh scripts/redis-test-server.sh
 	sh scripts/postgres-test-server.sh
-	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory --jobs=3 --output-sync=target lint docs wheel-smoke
 	$(PY) -m coverage erase
 	$(PY) -m coverage run -m pytest
 	$(PY) -m coverage combine --quiet
 	$(PY) -m coverage report
-	$(MAKE) --no-print-directory docs
-	$(MAKE) --no-print-directory wheel-smoke
 
 lint: $(UV)
 	$(SYNC) --inexact $(DEV)
