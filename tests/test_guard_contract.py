@@ -217,7 +217,9 @@ def postgres_store(server: postgres_server.Server, flavour: str) -> Store:
             )
             claimer = guard if flavour == "sync" else OnALoop(guard)
             yield claimer
-            close(claimer)
+        # Closed once nobody listens: the pool's connect still under way is refused at once, where
+        # close() would wait it out (libpq's connect_timeout, 2 s at least).
+        close(claimer)
 
     return Store(f"postgres-{flavour}", build, forget, silent)
 
