@@ -653,7 +653,7 @@ def test_the_claims_restored_into_a_new_cluster_are_a_loss(servers: Servers, nam
     ids = claimed_before(first, namespace, 5)  # after the dump: the new cluster never holds them
     port = first.port
     first.stop()
-    second = servers.primary("fsync = on", port=port)
+    second = servers.primary("fsync = on", port=port, new_system=True)
     guard = PostgresGuard(second.url(), namespace="another")
     try:
         guard.begin(NOW - 500)  # makes the tables

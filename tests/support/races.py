@@ -1,4 +1,9 @@
-"""Processes racing to claim the same ids: the harness every store's race shares."""
+"""Processes racing to claim the same ids: the harness every store's race shares, and each store's racer.
+
+A racer runs in a spawned process, which imports the racer's module: this one, free of pytest and
+of the test servers' scripts (a second of a fresh process's start on PostgreSQL, half that on
+Redis), and importing its store's guard only when it runs.
+"""
 
 from __future__ import annotations
 
@@ -51,3 +56,41 @@ def race(racer: Racer, ids: list[ClaimId], *, processes: int, seconds: float) ->
     errors = [report for report in won if isinstance(report, str)]
     assert errors == [], errors
     return [token_id for winner in won if isinstance(winner, list) for token_id in winner]
+
+
+RACE_NOW = 2_000_000_000
+"""When a Redis race's tokens were minted and are claimed."""
+
+
+def claim_all_on_redis(
+    url: str, namespace: str, ids: list[ClaimId], start: Barrier, results: Queue[list[ClaimId] | str]
+) -> None:
+    """The Redis race's racer: claim every id, report the ones this process won."""
+    from requeststate.redis import RedisGuard
+
+    now = RACE_NOW
+    guard = RedisGuard.from_url(url, timeout=5.0, namespace=namespace)
+    try:
+        guard.begin(now - 60)
+        start.wait(timeout=30)
+        results.put([token_id for token_id in ids if guard.claim(token_id, now + 300, now)])
+    finally:
+        guard.close()
+
+
+def claim_all_on_postgres(
+    url: str, now: int, ids: list[ClaimId], start: Barrier, results: Queue[list[ClaimId] | str]
+) -> None:
+    """The PostgreSQL race's racer: claim every id, report the ones this process won."""
+    from requeststate.postgres import PostgresGuard
+
+    guard = PostgresGuard.from_url(url)
+    try:
+        start.wait(timeout=60)
+        guard.begin(now - 60)  # at once in every process: the first may find no table
+        start.wait(timeout=60)
+        results.put([token_id for token_id in ids if guard.claim(token_id, now + 300, now)])
+    except Exception as error:  # reported, so that the test names it
+        results.put(f"{type(error).__name__}: {error}")
+    finally:
+        guard.close()

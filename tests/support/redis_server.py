@@ -10,14 +10,11 @@ import functools
 import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from multiprocessing.queues import Queue
-from multiprocessing.synchronize import Barrier
 from typing import TypeVar
 
 import pytest
 
 from requeststate import ClaimId
-from requeststate.redis import RedisGuard
 from scripts.redis_servers import (
     Cluster,
     Link,
@@ -41,7 +38,6 @@ __all__ = [
     "Link",
     "Replicated",
     "Server",
-    "claim_all",
     "cluster_url",
     "free_loopback_port",
     "loading_redis",
@@ -81,24 +77,7 @@ def cluster_url(cluster: Cluster | Server) -> str:
     return cluster.url.replace("redis://", "redis+cluster://", 1)
 
 
-RACE_NOW = 2_000_000_000
-"""When the race's tokens were minted and are claimed."""
-
-
-def claim_all(
-    url: str, namespace: str, ids: list[ClaimId], start: Barrier, results: Queue[list[ClaimId] | str]
-) -> None:
-    """The race's worker, run in its own process: claim every id, report the ones this process won."""
-    now = RACE_NOW
-    guard = RedisGuard.from_url(url, timeout=5.0, namespace=namespace)
-    try:
-        guard.begin(now - 60)
-        start.wait(timeout=30)
-        results.put([token_id for token_id in ids if guard.claim(token_id, now + 300, now)])
-    finally:
-        guard.close()
-
-
 def race(url: str, namespace: str, ids: list[ClaimId], *, processes: int, seconds: float) -> list[ClaimId]:
     """``tests.support.races.race`` on Redis: ``url`` is a guard URL (``cluster_url`` for a cluster)."""
-    return races.race(functools.partial(claim_all, url, namespace), ids, processes=processes, seconds=seconds)
+    racer = functools.partial(races.claim_all_on_redis, url, namespace)
+    return races.race(racer, ids, processes=processes, seconds=seconds)
