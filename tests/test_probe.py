@@ -968,17 +968,15 @@ def test_guarded_reeliciting_server_passes_with_single_use(guarded: dict[str, An
     }
 
 
-def test_first_rounds_that_vary_are_compared_by_their_keys(
-    server_env: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, report = probe_json(capsys, "--", sys.executable, "-m", "tests.support.probe_server", "varying")
-    assert code == 0, report
-    assert report["baseline"] == "the unmodified state is accepted: the tool completed"
-    found = results(report)
+def test_first_rounds_that_vary_are_compared_by_their_keys() -> None:
+    # In process: comparing first rounds is the probe's work, whatever carries them.
+    report = in_process(probe_server.varying())
+    assert (report.exit_code, report.baseline) == (0, "the unmodified state is accepted: the tool completed")
+    found = {id_: check.result for id_, check in rows(report).items()}
     assert {found[c] for c in TAMPERING} == {"PASS"}
     assert found["replay"] == "INFO"
-    assert found["cross_tool"] == "SKIP"  # the destructive tool is never called (it would crash the test)
-    assert report["other_tool"] is None
+    assert found["cross_tool"] == "SKIP"  # only ask answers input-required (wipe, if called, raises)
+    assert report.other_tool is None
 
 
 def test_a_server_that_dies_mid_probe_gives_errors_not_passes(
@@ -1212,16 +1210,10 @@ def test_unknown_tool_is_a_setup_error() -> None:
         in_process(probe_server.plain(), tools=("nope",))
 
 
-def test_server_refusing_its_own_state_is_a_setup_error(
-    server_env: None, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_server_refusing_its_own_state_is_a_setup_error() -> None:
     # Were it not caught, every mutation would "pass" against a server that refuses everything.
-    server = [sys.executable, "-m", "tests.support.probe_server", "refusing"]
-    code = main(["probe", "--tool", "ask", "--", *server])
-    captured = capsys.readouterr()
-    assert code == 2
-    assert captured.out == ""
-    assert "the unmodified state is not accepted (JSON-RPC -32602" in captured.err
+    with pytest.raises(probe.ProbeError, match=r"the unmodified state is not accepted \(JSON-RPC -32602"):
+        in_process(probe_server.refusing(), tools=("ask",))
 
 
 def test_server_that_asks_the_same_whatever_it_gets_is_a_setup_error() -> None:
