@@ -1376,7 +1376,7 @@ def test_the_probes_memory_stays_bounded_against_a_hostile_server() -> None:
 
 # The flood's length: the probe's timeout on a server that floods stderr and never answers. With the
 # tail's bound taken out (_transport.py keeping the whole stderr), 1 s of it (and the 2 s the server
-# gets to exit) peaked at 1.5 GB here (2026-11-29), over four times PEAK_KIB; 0.5 s at 527 MB, too near.
+# gets to exit) peaked at 1.5 GiB here (2026-11-29), over four times PEAK_KIB; 0.5 s at 514 MiB, too near.
 FLOOD_SECONDS = 1
 
 
