@@ -121,7 +121,8 @@ def test_the_command_line_writes_the_file_it_is_given(
     monkeypatch.setenv("PYTHONPATH", str(root))
     monkeypatch.chdir(root)
     path = tmp_path / "probe.xml"
-    command = [sys.executable, "-m", "tests.support.probe_retries", "exactly-once"]
+    # A server without the SDK, that starts in a blink: the file is the subject, not the server.
+    command = [sys.executable, "-m", "tests.support.probe_hostile", "sound"]
     code = main(["probe", "--junit", str(path), "--timeout", "60", "--max-rounds", "1", "--", *command])
     table = capsys.readouterr().out
     suite = parsed(path).find("testsuite")

@@ -11,7 +11,8 @@ misbehave towards the probe:
 - ``deep_message``: ``tools/list`` answers with a result nested 20,000 deep;
 - ``endless_pages``: every listing (tools, prompts, resources, templates) always has a next
   page, each one near the probe's bounds on a message (4 MiB, 50,000 JSON values); ``ask`` is
-  on the first page of tools;
+  on the first page of tools, and the only tool that answers a call (a filler called is unknown:
+  probed, each would add a second and prove nothing about the listing);
 - ``endless_line``: ``tools/list`` is answered with a line that never ends;
 - ``many_values``: ``tools/list`` is answered with a line of a million JSON values;
 - ``garbage``: ``tools/list`` is answered with text that is not JSON;
@@ -20,7 +21,7 @@ misbehave towards the probe:
   refuses such a result, yet the tool completed);
 - ``parse_error``: ``ask`` refuses a state it did not mint with -32700 "Parse error", not
   -32602 (a refusal all the same: it is sound);
-- ``many_parts``: each state is 900,000 dot-separated parts of base64url (2.7 MB; sound otherwise);
+- ``many_parts``: each state is ``MANY_PARTS`` dot-separated parts of base64url (1.8 MB; sound otherwise);
 - ``stderr_flood``: writes to stderr without end, and never answers;
 - ``needs_elicitation``: asks its question only of a client that declares elicitation (in the
   request's ``_meta``), as the TypeScript SDK does, and refuses any other with -32021;
@@ -53,6 +54,9 @@ QUESTION: Final = {
 }
 LISTING: Final = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
 DEPTH: Final = 20_000  # deep enough to break a recursive parser, yet under the probe's bound on values
+# Read part by part (the probe's part budget taken out), 600,000 parts peaked at 612 MiB here (2026-11-29),
+# over the memory test's PEAK_KIB (320 MiB); 300,000 at 330 MiB, too near.
+MANY_PARTS: Final = 600_000
 
 
 def send(message: dict[str, Any]) -> None:
@@ -129,9 +133,11 @@ CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 
 
 def refused_up_front(kind: str, params: dict[str, Any]) -> dict[str, Any] | None:
-    """The error a ``needs_elicitation`` or ``refuses_all`` server answers a call with, if any."""
+    """The error a server of ``kind`` answers a call with up front, if any."""
     if kind == "refuses_all":
         return {"code": -32050, "message": "Tool unavailable"}
+    if kind == "endless_pages" and params.get("name") != ASK["name"]:
+        return {"code": -32602, "message": "Unknown tool"}
     declared = (params.get("_meta") or {}).get(CLIENT_CAPABILITIES) or {}
     if kind == "needs_elicitation" and "elicitation" not in declared:
         return {"code": -32021, "message": "Client does not support elicitation"}
@@ -147,7 +153,7 @@ def call_tool(kind: str, request_id: object, params: dict[str, Any], minted: set
         made = {
             "deep_state": deep(DEPTH),
             "inflating_parts": inflating_parts(),
-            "many_parts": ".".join(["QQ"] * 900_000),
+            "many_parts": ".".join(["QQ"] * MANY_PARTS),
         }.get(kind, "{}")
         token = f"{secrets.token_urlsafe(16)}.{made}"
         minted.add((tool, token))
