@@ -979,6 +979,14 @@ def test_first_rounds_that_vary_are_compared_by_their_keys() -> None:
     assert report.other_tool is None
 
 
+def test_discovery_never_calls_a_tool_annotated_destructive() -> None:
+    # Catches: discovery calling every tool it lists, a destructive one too. The call raises, an
+    # error result and not a target, so no row of the report shows it: the tool counts its calls.
+    calls: list[str] = []
+    report = in_process(probe_server.varying(destructive_calls=calls))
+    assert (report.exit_code, calls) == (0, [])
+
+
 def test_a_server_that_dies_mid_probe_gives_errors_not_passes(
     server_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -85,8 +85,9 @@ def plain() -> MCPServer[Any]:
     return server
 
 
-def varying() -> MCPServer[Any]:
-    """A question with a nonce in it, a completion on a valid echo, and a destructive tool."""
+def varying(destructive_calls: list[str] | None = None) -> MCPServer[Any]:
+    """A question with a nonce in it, a completion on a valid echo, and a destructive tool (each of
+    whose calls is appended to ``destructive_calls``, then raises)."""
     server: MCPServer[Any] = MCPServer("varying")
     protect(server, rs.KeyRing(os.urandom(32)), on_invalid="reelicit")
     schema = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
@@ -104,6 +105,8 @@ def varying() -> MCPServer[Any]:
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True))
     async def wipe(ctx: Context) -> str | InputRequiredResult:
+        if destructive_calls is not None:
+            destructive_calls.append("wipe")
         raise AssertionError("discovery called a tool annotated destructive")
 
     return server
