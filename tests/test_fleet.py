@@ -30,7 +30,7 @@ pytest.importorskip("redis", reason="the redis extra is not installed")
 
 import anyio
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -49,6 +49,7 @@ from tests.support import postgres_server, redis_server
 from tests.support.combinations import covering
 from tests.support.processes import free_port, serving_all
 from tests.support.reference import b64
+from tests.support.stdio_servers import clients
 
 pytestmark = pytest.mark.anyio
 
@@ -128,11 +129,11 @@ async def over_http(url: str) -> AsyncIterator[Client]:
         yield client
 
 
-def over_stdio(kind: str, guard: str) -> Client:
-    params = StdioServerParameters(
+def over_stdio(kind: str, guard: str) -> StdioServerParameters:
+    """``kind`` served over stdio, a process of its own, with ``guard``."""
+    return StdioServerParameters(
         command=sys.executable, args=["-m", SERVERS[kind]], env=environment(guard), cwd=ROOT
     )
-    return Client(stdio_client(params))
 
 
 async def first_round(client: Client) -> str:
@@ -255,7 +256,7 @@ async def test_over_stdio_a_token_redeemed_on_one_process_is_refused_on_the_othe
     kind: str, store_url: str
 ) -> None:
     async def run() -> list[object]:
-        async with over_stdio(kind, store_url) as one, over_stdio(kind, store_url) as other:
+        async with clients(over_stdio(kind, store_url), over_stdio(kind, store_url)) as (one, other):
             token = await first_round(one)
             return [await redeem(other, token), await redeem(one, token)]
 
