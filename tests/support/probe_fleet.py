@@ -91,10 +91,13 @@ def worker(kind: str) -> MCPServer[Any]:
 
 
 @contextmanager
-def fleet(kind: str, cwd: Path, env: Mapping[str, str] | None = None) -> Iterator[list[str]]:
-    """Two workers of ``kind``, processes of their own on free loopback ports, started at once: their URLs."""
+def fleet(
+    kind: str, cwd: Path, env: Mapping[str, str] | None = None, *, workers: int = 2
+) -> Iterator[list[str]]:
+    """``workers`` workers of ``kind``, processes of their own on free loopback ports, started at once:
+    their URLs."""
     environment = {**os.environ, "PYTHONPATH": str(cwd), **(env or {})}
-    ports = [free_port() for _ in range(2)]
+    ports = [free_port() for _ in range(workers)]
     servers = [([sys.executable, "-m", "tests.support.probe_fleet", kind, str(port)], port) for port in ports]
     with serving_all(servers, environment, cwd) as urls:
         yield urls
