@@ -3,7 +3,8 @@
 A response dropped by a proxy after the action ran, then the retry on the other worker gets the
 first answer; eight identical retries at once over both workers, one action; a worker killed after
 the action and before its answer, then the retry is told it is in progress, and past the lease that
-its outcome is unknown. The action's runs are counted over the whole fleet (``RUNS_FILE``).
+its outcome is unknown. The action's runs are counted over the whole fleet (``RUNS_FILE``). The
+fleet of each store starts once for the module; the worker a test kills is a third, its own.
 """
 
 from __future__ import annotations
@@ -65,16 +66,26 @@ def postgres() -> Iterator[postgres_server.Server]:
 
 @dataclass
 class Fleet:
-    """Two workers on one brand-new store, and the file their actions' runs are appended to."""
+    """Two workers on one brand-new store, their environment, and the file their actions' runs are
+    appended to."""
 
     urls: list[str]
     runs: Path
-    hold: Path
+    environment: dict[str, str]
 
     def ran(self, item: str) -> list[str]:
         """The runs of the action for ``item`` on every worker: ``<pid> <item>`` each."""
         lines = self.runs.read_text(encoding="utf-8").splitlines() if self.runs.exists() else []
         return [line for line in lines if line.split(" ", 1)[1] == item]
+
+
+def workers(count: int) -> list[tuple[list[str], int]]:
+    """The commands of ``count`` workers of tests/support/once_worker.py, each on a port of its own."""
+    ports = [free_port() for _ in range(count)]
+    return [
+        ([sys.executable, "-m", "uvicorn", "tests.support.once_worker:app", "--port", str(port)], port)
+        for port in ports
+    ]
 
 
 @contextmanager
@@ -87,31 +98,26 @@ def started(request: pytest.FixtureRequest, store: str, directory: Path) -> Iter
         guard = f"{request.getfixturevalue('postgres').url()}{namespace}"
     else:
         guard = f"sqlite:///{directory / 'claims.db'}"
-    runs, hold = directory / "runs", directory / "hold"
+    runs = directory / "runs"
     env = {name: value for name, value in os.environ.items() if not name.startswith("REQUESTSTATE_")}
     env |= {
         rs.ENV_KEYS: b64(SECRET),
         rs.ENV_GUARD: guard,
         "RUNS_FILE": str(runs),
-        "HOLD_FILE": str(hold),
+        # A file no test creates: the fleet's workers never hold an answer back.
+        "HOLD_FILE": str(directory / "hold"),
         "PYTHONPATH": str(ROOT),
     }
-    servers = []
-    for _ in range(2):
-        port = free_port()
-        servers.append(
-            ([sys.executable, "-m", "uvicorn", "tests.support.once_worker:app", "--port", str(port)], port)
-        )
-    with serving_all(servers, env, ROOT) as urls:
-        yield Fleet(urls, runs, hold)
+    with serving_all(workers(2), env, ROOT) as urls:
+        yield Fleet(urls, runs, env)
 
 
 @pytest.fixture(scope="module")
 def fleets(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[[str], Fleet]]:
-    """The fleet of a store, started on first use and kept for the module's tests that leave its workers
-    running (each test redeems items of its own)."""
+    """The fleet of a store, started on first use and kept for the module's tests (each test redeems
+    items of its own, and a worker a test kills is one it started)."""
     with ExitStack() as stack:
         running: dict[str, Fleet] = {}
 
@@ -199,23 +205,26 @@ def test_eight_identical_retries_at_once_over_both_workers_run_the_action_once(
 
 @pytest.mark.parametrize("store", STORES)
 def test_a_worker_killed_after_the_action_and_before_its_answer_leaves_a_retry_in_progress_then_unknown(
-    request: pytest.FixtureRequest, tmp_path: Path, store: str
+    fleets: Callable[[str], Fleet], tmp_path: Path, store: str
 ) -> None:
-    with started(request, store, tmp_path) as fleet:  # a fleet of its own: one of its workers dies
-        fleet.hold.touch()
-        killed = killed_mid_action(fleet)
+    fleet = fleets(store)
+    hold = tmp_path / "hold"
+    hold.touch()
+    # A worker of its own joins the fleet's store, holds its answer back and dies; the fleet's own
+    # worker hears the retries.
+    with serving_all(workers(1), {**fleet.environment, "HOLD_FILE": str(hold)}, ROOT) as (doomed,):
+        killed = killed_mid_action(fleet, doomed, fleet.urls[1])
     assert killed == ([IN_PROGRESS, OUTCOME_UNKNOWN], 1)
 
 
-def killed_mid_action(fleet: Fleet) -> tuple[list[object], int]:
-    """A flow whose final round's worker is killed after the action; what the retries on the other worker
-    got, within the lease and past it, and how many times the action ran."""
-    one, other = fleet.urls
+def killed_mid_action(fleet: Fleet, doomed: str, other: str) -> tuple[list[object], int]:
+    """A flow whose final round's worker, ``doomed``, is killed after the action; what the retries on
+    ``other`` got, within the lease and past it, and how many times the action ran."""
 
     async def run() -> list[object]:
-        token = await round_one(one, "room 9")
+        token = await round_one(doomed, "room 9")
         async with anyio.create_task_group() as group:
-            group.start_soon(round_two, one, token, "room 9")
+            group.start_soon(round_two, doomed, token, "room 9")
             while not fleet.ran("room 9"):
                 await anyio.sleep(0.05)
             os.kill(

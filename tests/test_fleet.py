@@ -6,7 +6,9 @@ refused on every other, a paused Redis or PostgreSQL answers -32603, and a bad o
 guard stops the start, saying why. The store is a parameter (``STORES``): a Redis, a SQLite file,
 and a namespace of its own in a PostgreSQL database. A fleet of
 each kind on each store starts once for the module (``fleets``); a test about a start (over
-stdio, a restart, a start that fails) starts its own processes.
+stdio, a restart, a start that fails) starts its own processes. A test over kinds and stores runs
+make test's covering set of them (tests/support/combinations.py), every kind and every store once;
+make matrix runs every combination.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ pytest.importorskip("redis", reason="the redis extra is not installed")
 
 import anyio
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -44,8 +46,10 @@ import requeststate as rs
 from requeststate.mcp import INVALID_MESSAGE, UNCHECKED_MESSAGE
 from tests.conftest import SECRET
 from tests.support import postgres_server, redis_server
+from tests.support.combinations import covering
 from tests.support.processes import free_port, serving_all
 from tests.support.reference import b64
+from tests.support.stdio_servers import clients
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +79,9 @@ def postgres() -> Iterator[postgres_server.Server]:
         yield servers.primary()
 
 
-STORES = ("redis", "sqlite", "postgres")
+STORES = ("redis", "postgres", "sqlite")
+"""In this order, make test's covering set of ``KINDS`` and ``STORES`` holds that of ``KINDS`` and
+``PAUSABLE``: the paused-store test uses fleets the first-flow test started, and no other."""
 
 
 def new_store(request: pytest.FixtureRequest, store: str, directory: Path) -> str:
@@ -90,10 +96,11 @@ def new_store(request: pytest.FixtureRequest, store: str, directory: Path) -> st
     return f"sqlite:///{directory / uuid.uuid4().hex}.db"
 
 
-@pytest.fixture(params=STORES)
+@pytest.fixture
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A brand-new store whose guards begin within a second (``clock_skew=0``): the wait is the
-    fleets' subject, not that of a test which starts its own processes."""
+    """A brand-new store of the kind the test's parameter names, whose guards begin within a second
+    (``clock_skew=0``): the wait is the fleets' subject, not that of a test which starts its own
+    processes."""
     url = new_store(request, request.param, tmp_path)
     return f"{url}{'&' if '?' in url else '?'}clock_skew=0"
 
@@ -122,11 +129,11 @@ async def over_http(url: str) -> AsyncIterator[Client]:
         yield client
 
 
-def over_stdio(kind: str, guard: str) -> Client:
-    params = StdioServerParameters(
+def over_stdio(kind: str, guard: str) -> StdioServerParameters:
+    """``kind`` served over stdio, a process of its own, with ``guard``."""
+    return StdioServerParameters(
         command=sys.executable, args=["-m", SERVERS[kind]], env=environment(guard), cwd=ROOT
     )
-    return Client(stdio_client(params))
 
 
 async def first_round(client: Client) -> str:
@@ -204,8 +211,7 @@ def fleets(
         yield fleet
 
 
-@pytest.mark.parametrize("store", STORES)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("kind", "store"), covering(KINDS, STORES))
 def test_the_first_flow_after_the_start_completes_and_every_replay_is_refused_on_every_worker(
     fleets: Callable[[str, str], Fleet], kind: str, store: str
 ) -> None:
@@ -245,12 +251,12 @@ async def test_after_a_restart_of_every_worker_a_redeemed_token_stays_refused_an
         assert [answer, *await bounded(run)] == [BOOKED, *[REFUSED] * 2, BOOKED]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("kind", "store_url"), covering(KINDS, STORES), indirect=["store_url"])
 async def test_over_stdio_a_token_redeemed_on_one_process_is_refused_on_the_other(
     kind: str, store_url: str
 ) -> None:
     async def run() -> list[object]:
-        async with over_stdio(kind, store_url) as one, over_stdio(kind, store_url) as other:
+        async with clients(over_stdio(kind, store_url), over_stdio(kind, store_url)) as (one, other):
             token = await first_round(one)
             return [await redeem(other, token), await redeem(one, token)]
 
@@ -266,17 +272,17 @@ PAUSABLE = ("redis", "postgres")
 """The stores a test can pause (every process of the server stopped)."""
 
 
-@pytest.fixture(params=PAUSABLE)
+@pytest.fixture
 def paused_fleet(
     request: pytest.FixtureRequest, fleets: Callable[[str, str], Fleet], kind: str
 ) -> tuple[Fleet, Pausable]:
-    """The module's fleet of ``kind`` on a store a test can pause, and that store's server (the
-    fleet started, if it is, outside the test's event loop)."""
+    """The module's fleet of ``kind`` on the pausable store the test's parameter names, and that
+    store's server (the fleet started, if it is, outside the test's event loop)."""
     store: str = request.param
     return fleets(kind, store), request.getfixturevalue(store)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("kind", "paused_fleet"), covering(KINDS, PAUSABLE), indirect=["paused_fleet"])
 async def test_a_paused_store_answers_internal_error_not_a_refusal(
     paused_fleet: tuple[Fleet, Pausable],
 ) -> None:

@@ -779,7 +779,8 @@ def stdio_params(
 
 
 # A stdio server process of each configuration starts once for the module's tests of it, on each
-# xdist worker that runs one: each test's flows are its own. A test that taps the wire starts its own.
+# xdist worker that runs one: each test's flows are its own, and a test that reads the wire reads
+# the frames of its own flows (those recorded since it began).
 class StdioConfig(NamedTuple):
     mode: rs.ModeName
     shape: Shape = "boundary"
@@ -789,10 +790,11 @@ class StdioConfig(NamedTuple):
 
 @dataclass(frozen=True)
 class StdioServer:
-    """A client of a stdio server process, and how that process was configured."""
+    """A client of a stdio server process, how that process was configured, and the frames on its wire."""
 
     config: StdioConfig
     client: Client
+    tap: WireTap
 
 
 def configs(*chosen: StdioConfig) -> pytest.MarkDecorator:
@@ -810,8 +812,9 @@ async def stdio_server(request: pytest.FixtureRequest) -> AsyncIterator[StdioSer
     """A stdio server process configured as ``request.param``, and a client of it."""
     config: StdioConfig = request.param
     params = stdio_params(config.mode, secret=config.secret, shape=config.shape, tier=config.tier)
-    async with Client(params, elicitation_callback=answer) as client:
-        yield StdioServer(config, client)
+    tap = WireTap(stdio_client(params))
+    async with Client(tap, elicitation_callback=answer) as client:
+        yield StdioServer(config, client, tap)
 
 
 @configs(StdioConfig("signed"), StdioConfig("encrypted", tier="lowlevel"))
@@ -822,17 +825,16 @@ async def test_stdio_full_flow_completes(stdio_server: StdioServer) -> None:
     assert await bounded(run) == "done: first,second"
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-async def test_stdio_encrypted_state_never_appears_on_the_wire(shape: Shape) -> None:
-    tap = WireTap(stdio_client(stdio_params("encrypted", shape=shape)))
+@configs(*[StdioConfig("encrypted", shape) for shape in SHAPES])
+async def test_stdio_encrypted_state_never_appears_on_the_wire(stdio_server: StdioServer) -> None:
+    tap, since = stdio_server.tap, len(stdio_server.tap.frames)
 
     async def run() -> str:
-        async with Client(tap, elicitation_callback=answer) as client:
-            return text_of(await client.call_tool("wizard", {"topic": "x"}))
+        return text_of(await stdio_server.client.call_tool("wizard", {"topic": "x"}))
 
     assert await bounded(run) == "done: first,second"
-    assert len(tap.request_states()) == 4
-    assert not tap.reveals(MARKER)
+    assert len(tap.request_states(since)) == 4
+    assert not tap.reveals(MARKER, since)
 
 
 @configs(StdioConfig("encrypted"))
@@ -853,16 +855,16 @@ async def test_stdio_misbound_echo_is_refused_and_the_legitimate_retry_completes
     assert list(second.input_requests or {}) == ["q2"]
 
 
-async def test_stdio_tampered_echo_is_refused() -> None:
-    tap = WireTap(stdio_client(stdio_params("encrypted")))
+@configs(StdioConfig("encrypted"))
+async def test_stdio_tampered_echo_is_refused(stdio_server: StdioServer) -> None:
+    client, tap, since = stdio_server.client, stdio_server.tap, len(stdio_server.tap.frames)
 
     async def run() -> None:
-        async with Client(tap, elicitation_callback=answer) as client:
-            token = await first_round(client)
-            await echo_refused(client, tamper(token))
+        token = await first_round(client)
+        await echo_refused(client, tamper(token))
 
     await bounded(run)
-    assert not leaks_reason(tap.text())
+    assert not leaks_reason(tap.text(since))
 
 
 @configs(*[StdioConfig(mode) for mode in MODES])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack
 
 import pytest
 
@@ -30,6 +29,7 @@ from tests.support.mcp_flow import (
     finish,
     first_round,
 )
+from tests.support.stdio_servers import clients
 
 pytestmark = pytest.mark.anyio
 
@@ -60,12 +60,10 @@ def server(ring: Sequence[bytes]) -> StdioServerParameters:
 
 @pytest.fixture(scope="module")
 async def workers() -> AsyncIterator[dict[str, Client]]:
-    """A stdio server process at each phase, for the module's tests: each test's flows are its own."""
-    async with AsyncExitStack() as stack:
-        yield {
-            phase: await stack.enter_async_context(Client(server(ring), elicitation_callback=answer))
-            for phase, ring in PHASES.items()
-        }
+    """A stdio server process at each phase, started at once, for the module's tests: each test's
+    flows are its own."""
+    async with clients(*map(server, PHASES.values()), elicitation_callback=answer) as started:
+        yield dict(zip(PHASES, started, strict=True))
 
 
 async def _across(minter: Client, other: Client) -> str:

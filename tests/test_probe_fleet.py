@@ -97,8 +97,12 @@ def test_a_guard_per_worker_fails_redemptions_at_once_spread_over_their_urls(
     assert (code, found(report, "race")) == (1, {"race": ("FAIL", f"{AT_ONCE_OVER_TWO}: 2 were accepted")})
 
 
-def test_keys_per_worker_fail_a_state_sent_to_another_worker(capsys: pytest.CaptureFixture[str]) -> None:
-    with probe_fleet.fleet("own-keys", ROOT) as (first, second):
+def test_keys_per_worker_fail_a_state_sent_to_another_worker(
+    memory_fleet: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A worker of the module's fleet, on the shared key, and one more that draws a key of its own.
+    first, _ = memory_fleet
+    with probe_fleet.fleet("own-keys", ROOT, workers=1) as (second,):
         code, report = probe_json(capsys, "--url", first, "--url", second)
     assert (code, found(report, "fleet_shared")) == (
         1,

@@ -80,12 +80,12 @@ class WireTap:
         result: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
         return result
 
-    def text(self) -> str:
-        """Every frame, one per line."""
-        return "\n".join(self.frames)
+    def text(self, since: int = 0) -> str:
+        """Every frame from the ``since``-th on (a client's frames after another's), one per line."""
+        return "\n".join(self.frames[since:])
 
-    def request_states(self) -> list[str]:
-        """Every ``requestState`` value seen in any frame, in order."""
+    def request_states(self, since: int = 0) -> list[str]:
+        """Every ``requestState`` value seen in any frame from the ``since``-th on, in order."""
         found: list[str] = []
 
         def walk(node: object) -> None:
@@ -98,17 +98,18 @@ class WireTap:
                 for value in node:
                     walk(value)
 
-        for frame in self.frames:
+        for frame in self.frames[since:]:
             walk(json.loads(frame))
         return found
 
-    def reveals(self, secret: str) -> bool:
-        """True if ``secret`` is in any frame, as is or inside base64url (nested up to twice) in any token.
+    def reveals(self, secret: str, since: int = 0) -> bool:
+        """True if ``secret`` is in any frame from the ``since``-th on, as is or inside base64url (nested
+        up to twice) in any token.
 
         Twice: ``SDKCodec`` carries the SDK's envelope as base64url inside our token's state.
         """
-        return secret in self.text() or any(
-            _inside(token.encode(), secret.encode(), 3) for token in self.request_states()
+        return secret in self.text(since) or any(
+            _inside(token.encode(), secret.encode(), 3) for token in self.request_states(since)
         )
 
 

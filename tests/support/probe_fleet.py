@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,7 +30,7 @@ import requeststate as rs
 from requeststate.mcp import protect
 from tests.support.memory_guard import memory_guard
 from tests.support.probe_schemes import KEY
-from tests.support.processes import free_port, serving
+from tests.support.processes import free_port, serving_all
 
 REDIS_URL: Final = "FLEET_REDIS_URL"
 NAMESPACE: Final = "FLEET_NAMESPACE"
@@ -91,15 +91,15 @@ def worker(kind: str) -> MCPServer[Any]:
 
 
 @contextmanager
-def fleet(kind: str, cwd: Path, env: Mapping[str, str] | None = None) -> Iterator[list[str]]:
-    """Two workers of ``kind``, processes of their own on free loopback ports: their URLs."""
+def fleet(
+    kind: str, cwd: Path, env: Mapping[str, str] | None = None, *, workers: int = 2
+) -> Iterator[list[str]]:
+    """``workers`` workers of ``kind``, processes of their own on free loopback ports, started at once:
+    their URLs."""
     environment = {**os.environ, "PYTHONPATH": str(cwd), **(env or {})}
-    with ExitStack() as stack:
-        urls = []
-        for _ in range(2):
-            port = free_port()
-            argv = [sys.executable, "-m", "tests.support.probe_fleet", kind, str(port)]
-            urls.append(stack.enter_context(serving(argv, port, environment, cwd)))
+    ports = [free_port() for _ in range(workers)]
+    servers = [([sys.executable, "-m", "tests.support.probe_fleet", kind, str(port)], port) for port in ports]
+    with serving_all(servers, environment, cwd) as urls:
         yield urls
 
 
