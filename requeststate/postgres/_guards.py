@@ -226,9 +226,9 @@ class PostgresGuard(_PostgresGuardBase[ConnectionPool]):
 
         Raises:
             GuardUnavailable: PostgreSQL did not record the claim within ``timeout`` or
-                answered an error; the token was minted before the database's memory of
-                the claims began (plus ``clock_skew``), or after ``now`` plus ``clock_skew``,
-                or its id does not tell when; or the namespace's verifiers use other terms.
+                answered an error, or the namespace's verifiers use other terms.
+            InvalidToken: ``outside_memory``: the token was minted before the database's memory
+                of the claims began (plus ``clock_skew``), or after ``now`` plus ``clock_skew``.
             ValueError: ``expires_at`` is before ``now``.
         """
         prepared = self._prepare(claimed, expires_at, now)

@@ -34,8 +34,8 @@ Redis can forget or replace its memory (a restart, with or without a snapshot;
 marker that names the memory holding it (the server's `run_id`, its
 `master_replid`, the database) and when it began; a marker that is missing or
 names another memory is written anew, dated the later of the verifier's clock
-and Redis's, and every token minted before that time plus `clock_skew` (token
-ids tell when they were minted) is refused: it may have been redeemed before.
+and Redis's, and every token minted before that time plus `clock_skew` (a
+claim carries its token's `iat`) is refused: it may have been redeemed before.
 The marker also holds the namespace's terms (`clock_skew` and the codecs'
 leeway): a verifier whose own differ is refused. `begin()` writes the markers
 at start, so that a new Redis accepts the first tokens.

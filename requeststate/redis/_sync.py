@@ -47,8 +47,7 @@ class RedisGuard(GuardBase[Client]):
             GuardUnavailable: Redis did not record the claim or answered an error, or the
                 namespace's verifiers use another ``clock_skew`` or leeway.
             InvalidToken: ``outside_memory``: the token was minted before Redis's memory of
-                the claims began (plus ``clock_skew``), or after ``now`` plus ``clock_skew``,
-                or its id does not tell when.
+                the claims began (plus ``clock_skew``), or after ``now`` plus ``clock_skew``.
             ValueError: ``expires_at`` is before ``now``.
         """
         prepared = self._prepare(claimed, expires_at, now)
