@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import pytest
 
 from requeststate import ClaimId
+from requeststate.postgres import PostgresGuard
 from scripts.postgres_servers import PASSWORD_ROLE, PostgresUnavailable, Server, Servers, postgres_servers
 from tests.support import races
 from tests.support.redis_server import must_run
@@ -36,5 +37,5 @@ def servers_or_skip() -> Iterator[Servers]:
 def race(url: str, ids: list[ClaimId], *, now: int, processes: int, seconds: float = 120) -> list[ClaimId]:
     """``tests.support.races.race`` on PostgreSQL: each process begins its guard at once with the
     others, so that on a database with no tables yet every one of them finds none."""
-    racer = functools.partial(races.claim_all_on_postgres, url, now)
+    racer = functools.partial(races.claim_all, functools.partial(PostgresGuard.from_url, url), now)
     return races.race(racer, ids, processes=processes, seconds=seconds)

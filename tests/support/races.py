@@ -2,7 +2,7 @@
 
 A racer runs in a spawned process, which imports the racer's module: this one, free of pytest and
 of the test servers' scripts (a second of a fresh process's start on PostgreSQL, half that on
-Redis), and importing its store's guard only when it runs.
+Redis), and its store's guard module, which its ``open_guard`` names.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
+from typing import Protocol
 
 from requeststate import ClaimId
 
@@ -58,38 +59,31 @@ def race(racer: Racer, ids: list[ClaimId], *, processes: int, seconds: float) ->
     return [token_id for winner in won if isinstance(winner, list) for token_id in winner]
 
 
-RACE_NOW = 2_000_000_000
-"""When a Redis race's tokens were minted and are claimed."""
+class RacingGuard(Protocol):
+    """What a racer does with its store's guard."""
+
+    def begin(self, now: int | None = None) -> int: ...
+    def claim(self, claimed: ClaimId, expires_at: int, now: int, /) -> bool: ...
+    def close(self) -> None: ...
 
 
-def claim_all_on_redis(
-    url: str, namespace: str, ids: list[ClaimId], start: Barrier, results: Queue[list[ClaimId] | str]
+def claim_all(
+    open_guard: Callable[[], RacingGuard],
+    now: int,
+    ids: list[ClaimId],
+    start: Barrier,
+    results: Queue[list[ClaimId] | str],
 ) -> None:
-    """The Redis race's racer: claim every id, report the ones this process won."""
-    from requeststate.redis import RedisGuard
-
-    now = RACE_NOW
-    guard = RedisGuard.from_url(url, timeout=5.0, namespace=namespace)
+    """A store's racer: open its guard (``open_guard``: a store's ``from_url``, partially applied, so
+    that this process imports that store's guard and nothing of the tests'), begin it at once with the
+    other racers (on a store with no tables yet, each finds none), claim every id, and report the ones
+    this process won, or a line naming its error."""
+    guard = open_guard()
     try:
+        start.wait(timeout=60)
         guard.begin(now - 60)
-        start.wait(timeout=30)
-        results.put([token_id for token_id in ids if guard.claim(token_id, now + 300, now)])
-    finally:
-        guard.close()
-
-
-def claim_all_on_postgres(
-    url: str, now: int, ids: list[ClaimId], start: Barrier, results: Queue[list[ClaimId] | str]
-) -> None:
-    """The PostgreSQL race's racer: claim every id, report the ones this process won."""
-    from requeststate.postgres import PostgresGuard
-
-    guard = PostgresGuard.from_url(url)
-    try:
         start.wait(timeout=60)
-        guard.begin(now - 60)  # at once in every process: the first may find no table
-        start.wait(timeout=60)
-        results.put([token_id for token_id in ids if guard.claim(token_id, now + 300, now)])
+        results.put([claimed for claimed in ids if guard.claim(claimed, now + 300, now)])
     except Exception as error:  # reported, so that the test names it
         results.put(f"{type(error).__name__}: {error}")
     finally:

@@ -15,6 +15,7 @@ from typing import TypeVar
 import pytest
 
 from requeststate import ClaimId
+from requeststate.redis import RedisGuard
 from scripts.redis_servers import (
     Cluster,
     Link,
@@ -77,7 +78,12 @@ def cluster_url(cluster: Cluster | Server) -> str:
     return cluster.url.replace("redis://", "redis+cluster://", 1)
 
 
+RACE_NOW = 2_000_000_000
+"""When a Redis race's tokens were minted and are claimed."""
+
+
 def race(url: str, namespace: str, ids: list[ClaimId], *, processes: int, seconds: float) -> list[ClaimId]:
     """``tests.support.races.race`` on Redis: ``url`` is a guard URL (``cluster_url`` for a cluster)."""
-    racer = functools.partial(races.claim_all_on_redis, url, namespace)
+    open_guard = functools.partial(RedisGuard.from_url, url, timeout=5.0, namespace=namespace)
+    racer = functools.partial(races.claim_all, open_guard, RACE_NOW)
     return races.race(racer, ids, processes=processes, seconds=seconds)
