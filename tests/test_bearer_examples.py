@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import httpx2
 
 import requeststate as rs
 from tests.conftest import SECRET
-from tests.support.processes import free_port, serving
+from tests.support import processes
 from tests.support.reference import b64
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,8 +41,7 @@ def environment() -> dict[str, str]:
 
 def uvicorn(app: str) -> AbstractContextManager[str]:
     """``uvicorn APP --port PORT`` until the block ends; its MCP URL once it serves."""
-    port = free_port()
-    return serving([sys.executable, "-m", "uvicorn", app, "--port", str(port)], port, environment(), ROOT)
+    return processes.serving(*processes.uvicorn(app), environment(), ROOT)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=str)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -41,7 +40,7 @@ import requeststate as rs
 from tests.conftest import SECRET
 from tests.support import postgres_server, redis_server
 from tests.support.balancer import balancing
-from tests.support.processes import free_port, serving_all
+from tests.support.processes import serving_all, uvicorn
 from tests.support.reference import b64
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,11 +80,7 @@ class Fleet:
 
 def workers(count: int) -> list[tuple[list[str], int]]:
     """The commands of ``count`` workers of tests/support/once_worker.py, each on a port of its own."""
-    ports = [free_port() for _ in range(count)]
-    return [
-        ([sys.executable, "-m", "uvicorn", "tests.support.once_worker:app", "--port", str(port)], port)
-        for port in ports
-    ]
+    return [uvicorn("tests.support.once_worker:app") for _ in range(count)]
 
 
 @contextmanager

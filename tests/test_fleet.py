@@ -47,7 +47,7 @@ from requeststate.mcp import INVALID_MESSAGE, UNCHECKED_MESSAGE
 from tests.conftest import SECRET
 from tests.support import postgres_server, redis_server
 from tests.support.combinations import covering
-from tests.support.processes import free_port, serving_all
+from tests.support.processes import free_port, serving_all, uvicorn
 from tests.support.reference import b64
 from tests.support.stdio_servers import clients
 
@@ -111,15 +111,15 @@ def environment(guard: str) -> dict[str, str]:
     return {**env, rs.ENV_KEYS: b64(SECRET), rs.ENV_GUARD: guard, "PYTHONPATH": str(ROOT)}
 
 
-def uvicorn(kind: str, port: int, *options: str) -> tuple[list[str], int]:
-    """The command of a uvicorn serving ``kind`` on ``port``, and the port."""
-    return [sys.executable, "-m", "uvicorn", f"{SERVERS[kind]}:app", *options, "--port", str(port)], port
+def app(kind: str) -> str:
+    """The ASGI app of ``kind``, for uvicorn."""
+    return f"{SERVERS[kind]}:app"
 
 
 @contextmanager
 def http_workers(kind: str, guard: str, count: int) -> Iterator[list[str]]:
     """``count`` uvicorn processes serving ``kind`` on ports of their own; their MCP URLs once each serves."""
-    with serving_all([uvicorn(kind, free_port()) for _ in range(count)], environment(guard), ROOT) as urls:
+    with serving_all([uvicorn(app(kind)) for _ in range(count)], environment(guard), ROOT) as urls:
         yield urls
 
 
@@ -201,7 +201,7 @@ def fleets(
         def fleet(kind: str, store: str) -> Fleet:
             if (kind, store) not in started:
                 guard = new_store(request, store, tmp_path_factory.mktemp("fleet"))
-                servers = [uvicorn(kind, free_port(), "--workers", "2"), uvicorn(kind, free_port())]
+                servers = [uvicorn(app(kind), "--workers", "2"), uvicorn(app(kind))]
                 workers, worker = stack.enter_context(serving_all(servers, environment(guard), ROOT))
                 # Right after the start, before any test uses it: the first flow, on the new store.
                 flow = anyio.run(bounded, lambda: first_flow(workers, worker))

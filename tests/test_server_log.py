@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +26,7 @@ from mcp_types import ElicitResult, InputResponses
 
 import requeststate as rs
 from tests.conftest import SECRET
-from tests.support.processes import free_port, serving
+from tests.support import processes
 from tests.support.reference import b64
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,12 +52,11 @@ REFUSED = re.compile(
 @contextmanager
 def uvicorn(app: str, claims: Path, stderr: Path, *options: str) -> Generator[str]:
     """``uvicorn APP --port PORT OPTIONS`` on a SQLite guard's file until the block ends; its MCP URL."""
-    port = free_port()
     env = {name: value for name, value in os.environ.items() if not name.startswith("REQUESTSTATE_")}
     # COLUMNS: the SDK's MCPServer logs through rich, which wraps at 80 columns where no terminal is.
     env |= {rs.ENV_KEYS: b64(SECRET), rs.ENV_GUARD: f"sqlite:///{claims}", "COLUMNS": "400"}
-    argv = [sys.executable, "-m", "uvicorn", app, "--port", str(port), *options]
-    with stderr.open("w") as sink, serving(argv, port, env, ROOT, stderr=sink) as url:
+    argv, port = processes.uvicorn(app, *options)
+    with stderr.open("w") as sink, processes.serving(argv, port, env, ROOT, stderr=sink) as url:
         yield url
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -12,7 +13,14 @@ from typing import IO
 
 from scripts.redis_servers import free_loopback_port as free_port
 
-__all__ = ["free_port", "serving", "serving_all"]
+__all__ = ["free_port", "serving", "serving_all", "uvicorn"]
+
+
+def uvicorn(app: str, *options: str) -> tuple[list[str], int]:
+    """The command of a uvicorn serving ``app`` (``module:attribute``) with ``options`` on a free
+    loopback port, and that port: a server for ``serving`` or ``serving_all``."""
+    port = free_port()
+    return [sys.executable, "-m", "uvicorn", app, *options, "--port", str(port)], port
 
 
 @contextmanager
