@@ -19,7 +19,7 @@ NOW = 2_000_000_000
 MODES = list(rs.Mode)
 
 
-# make test runs the suite under coverage run, whose patch = ["subprocess"] (pyproject.toml) hands
+# make coverage runs the suite under coverage run, whose patch = ["subprocess"] (pyproject.toml) hands
 # this variable to every Python started below it, which then measures itself from its first line:
 # the xdist workers (measured before their plugins import requeststate), and every server, probe
 # and console a test starts. Those cost a third of the CPU of the tests that start them (test_fleet
