@@ -88,7 +88,7 @@ def setup_cfg() -> str:
         # Into mutmut's own tree too: test_options reads the declared defaults in the docs.
         + listing("also_copy", ["docs"])
         + listing("pytest_add_cli_args_test_selection", [f"tests/{name}" for name in CORE_TESTS])
-        # -n 0: in one process, where mutmut sees which test calls what (pyproject.toml's addopts say -n 2).
+        # -n 0: in one process, where mutmut sees which test calls what (pyproject.toml's addopts say -n 3).
         + listing(
             "pytest_add_cli_args",
             [
