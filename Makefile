@@ -51,8 +51,8 @@ test-checks:
 test-suite:
 	$(PY) -m pytest
 
-# The suite measured by coverage (a fifth slower), failing below pyproject.toml's fail_under; CI
-# (.ci/run) runs it after make test.
+# The suite measured by coverage (a quarter to a third slower), failing below pyproject.toml's
+# fail_under; CI (.ci/run) runs it after make test.
 coverage: $(UV)
 	$(SYNC) --inexact $(DEV)
 	sh scripts/redis-test-server.sh
