@@ -116,7 +116,7 @@ def memory_store() -> Store:
     # A monotonic clock that runs with the tests' jumps of `now`, so that purging follows them.
     ticks = itertools.count(step=10_000)
     built: list[rs.MemoryGuard] = []
-    restarted: list[bool] = []
+    restarted = False
 
     def build(**options: Any) -> rs.MemoryGuard:
         options.pop("namespace", None)
@@ -126,13 +126,16 @@ def memory_store() -> Store:
         # A restarted process's memory begins when it starts: a second after the test's `now` (the
         # first second its guard accepted), as if it restarted then, rather than wait for it.
         offset = 1.0 if restarted else 0.0
-        clock, monotonic = (lambda: time.time() + offset), (lambda: float(next(ticks)))
-        built.append(rs.MemoryGuard(clock=clock, monotonic=monotonic, **options))
-        return built[-1]
+        guard = rs.MemoryGuard(
+            clock=lambda: time.time() + offset, monotonic=lambda: float(next(ticks)), **options
+        )
+        built.append(guard)
+        return guard
 
     def forget() -> None:
+        nonlocal restarted
         built.clear()
-        restarted.append(True)
+        restarted = True
 
     return Store("memory", build, forget, None, shared=False)
 
