@@ -30,16 +30,20 @@ unexport PYTHONDONTWRITEBYTECODE
 SYNC := $(UV) sync --locked --python $(PYTHON) --no-default-groups
 DEV := --all-extras --group dev
 
-.PHONY: demo test test-checks test-suite coverage lint docs wheel-smoke matrix nemesis bench bench-quick fuzz mutation lock clean
+.PHONY: demo test test-servers test-checks test-suite coverage lint docs wheel-smoke matrix nemesis bench bench-quick fuzz mutation lock clean
 
 demo: $(UV)
 	$(SYNC) --inexact
 	$(PY) -m requeststate demo
 
-test: $(UV)
-	$(SYNC) $(DEV)
+# Debian's redis-server and PostgreSQL, for the targets whose tests need them: installed where
+# missing, saying so first (NO_SYSTEM_PACKAGES=1 installs nothing; those tests then skip, loudly).
+test-servers:
 	sh scripts/redis-test-server.sh
 	sh scripts/postgres-test-server.sh
+
+test: $(UV) test-servers
+	$(SYNC) $(DEV)
 	$(MAKE) --no-print-directory --jobs=4 test-checks test-suite
 
 # make test's two halves, which it runs side by side once .venv is synced, in four jobs: the suite,
@@ -53,10 +57,8 @@ test-suite:
 
 # The suite measured by coverage (a quarter to a third slower), failing below pyproject.toml's
 # fail_under; CI (.ci/run) runs it after make test.
-coverage: $(UV)
+coverage: $(UV) test-servers
 	$(SYNC) --inexact $(DEV)
-	sh scripts/redis-test-server.sh
-	sh scripts/postgres-test-server.sh
 	$(PY) -m coverage erase
 	$(PY) -m coverage run -m pytest
 	$(PY) -m coverage combine --quiet
@@ -88,10 +90,8 @@ NOX_ARGS ?=
 empty :=
 space := $(empty) $(empty)
 PYENV_BINS := $(subst $(space),:,$(wildcard $(PYENV_ROOT)/versions/3.1[123].*/bin))
-matrix: $(UV)
+matrix: $(UV) test-servers
 	$(SYNC) --inexact --group matrix
-	sh scripts/redis-test-server.sh
-	sh scripts/postgres-test-server.sh
 	PATH="$(PYENV_BINS):$$PATH" UV="$(abspath $(UV))" $(PY) -m nox $(NOX_ARGS)
 
 # The suite's load volume, which make test leaves out (pytest -m load: a cluster race of 100,000
@@ -100,10 +100,8 @@ matrix: $(UV)
 # make matrix runs both too. make nemesis NEMESIS_SECONDS=120 runs each topology longer than the
 # script's default (40).
 NEMESIS_SECONDS ?=
-nemesis: $(UV)
+nemesis: $(UV) test-servers
 	$(SYNC) --inexact $(DEV)
-	sh scripts/redis-test-server.sh
-	sh scripts/postgres-test-server.sh
 	$(PY) -m pytest -m load
 	$(PY) -m scripts.nemesis $(if $(NEMESIS_SECONDS),--seconds $(NEMESIS_SECONDS))
 	$(PY) -m scripts.nemesis --mcp $(if $(NEMESIS_SECONDS),--seconds $(NEMESIS_SECONDS))
